@@ -1,0 +1,3 @@
+from josh.cli import app
+
+app()

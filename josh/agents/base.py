@@ -1,0 +1,44 @@
+"""The agent protocol: one full agent turn (thoughts, tool calls on a fork of the state, results) until it speaks."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from josh.envs.base import ConversationState
+from josh.types import ErrorCategory, Message
+
+
+class AgentTurn(BaseModel):
+    """One sampled agent turn.
+
+    ``messages`` are the agent's own messages of this turn (assistant outputs, tool results), in the order the
+    agent saw them; ``reply`` is what the user sees (``None`` when the turn ended without speaking);
+    ``state`` is the conversation state after the turn's tool calls (a fork, never the caller's state).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    messages: list[Message] = Field(default_factory=list)
+    reply: str | None = None
+    state: ConversationState
+    completed_goals: list[int] = Field(default_factory=list)
+    errors: list[ErrorCategory] = Field(default_factory=list)
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def terminated(self) -> bool:
+        """The environment ended the conversation during this turn (e.g. a transfer to a human)."""
+        return self.state.terminated
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """``turn`` samples ``n`` independent continuations of the same history; each runs on its own fork."""
+
+    async def turn(
+        self, history: list[Message], state: ConversationState, *, n: int = 1
+    ) -> list[AgentTurn]: ...

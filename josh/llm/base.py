@@ -1,0 +1,73 @@
+"""The one interface every LLM backend implements: async, batched ``chat()``."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from josh.types import Message, ToolCall
+
+
+class Sampling(BaseModel):
+    """Decoding parameters. ``seed=None`` means unseeded; sibling samples always differ."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int | None = None
+    max_new_tokens: int = 256
+    seed: int | None = None
+    stop: list[str] = Field(default_factory=list)
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature <= 0.0
+
+
+class Completion(BaseModel):
+    """One sampled reply: text and/or native tool calls, with token accounting."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str = "stop"
+    cost: float = 0.0
+
+
+class Usage(BaseModel):
+    """Running totals a backend keeps over its lifetime."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    errors: int = 0
+
+    def add(self, completions: list[Completion]) -> None:
+        self.calls += 1
+        for c in completions:
+            self.prompt_tokens += c.prompt_tokens
+            self.completion_tokens += c.completion_tokens
+            self.cost += c.cost
+
+
+class LLMError(RuntimeError):
+    """A backend failed after its retries; callers record it as an error category and go on."""
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """Concurrent ``chat`` calls are gathered by the backend into batches (one generate, one engine step, or
+    concurrent HTTP requests). ``n`` samples share one prompt."""
+
+    usage: Usage
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        n: int = 1,
+        sampling: Sampling | None = None,
+    ) -> list[Completion]: ...

