@@ -39,6 +39,4 @@ class AgentTurn(BaseModel):
 class Agent(Protocol):
     """``turn`` samples ``n`` independent continuations of the same history; each runs on its own fork."""
 
-    async def turn(
-        self, history: list[Message], state: ConversationState, *, n: int = 1
-    ) -> list[AgentTurn]: ...
+    async def turn(self, history: list[Message], state: ConversationState, *, n: int = 1) -> list[AgentTurn]: ...
