@@ -1,0 +1,100 @@
+"""Evaluation runner: an agent/user pair over a split, K trials, concurrent, resumable.
+
+Writes ``<out>/results.jsonl`` (one line per finished conversation, with its full transcript) and
+``<out>/summary.json``. A killed run restarted with the same output folder skips the (task, trial) pairs already
+in ``results.jsonl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from josh.agents.base import Agent
+from josh.conversation import ConversationRecord, run_conversation
+from josh.envs.base import Env
+from josh.jsonl import JsonlWriter, iter_jsonl
+from josh.metrics import Summary, summarize
+from josh.types import Task
+from josh.users.base import UserSimulator
+
+RESULTS = "results.jsonl"
+SUMMARY = "summary.json"
+
+
+def load_results(out_dir: str | Path) -> list[ConversationRecord]:
+    """The records of a (possibly interrupted) run; a torn last line is cut off."""
+    return [ConversationRecord.model_validate(r) for r in iter_jsonl(Path(out_dir) / RESULTS, repair=True)]
+
+
+async def evaluate(
+    env: Env,
+    tasks: Sequence[Task],
+    agent: Agent,
+    user_sim: UserSimulator,
+    out_dir: str | Path,
+    *,
+    trials: int = 1,
+    concurrency: int = 8,
+    max_turns: int = 15,
+    cost: Callable[[], float] | None = None,
+    show_progress: bool = False,
+) -> Summary:
+    """Run every (task, trial) not yet in ``results.jsonl`` and write ``summary.json`` over all of them."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ids = [t.id for t in tasks]
+    if len(set(ids)) != len(ids):
+        raise ValueError("task ids must be unique within an evaluation")
+    done = {(r.task_id, r.trial) for r in load_results(out)}
+    todo = [(task, k) for k in range(trials) for task in tasks if (task.id, k) not in done]
+    start = time.perf_counter()
+    gate = asyncio.Semaphore(max(1, concurrency))
+    with JsonlWriter(out / RESULTS) as writer, _progress(show_progress, len(todo)) as (progress, bar):
+
+        async def one(task: Task, trial: int) -> None:
+            async with gate:
+                record = await run_conversation(env, task, agent, user_sim, max_turns=max_turns, trial=trial)
+            writer.write(record.model_dump_json())
+            if progress is not None:
+                progress.advance(bar)
+
+        await asyncio.gather(*(one(t, k) for t, k in todo))
+    wanted = {(t.id, k) for t in tasks for k in range(trials)}
+    records = [r for r in load_results(out) if (r.task_id, r.trial) in wanted]
+    summary = summarize(records, cost=cost() if cost else 0.0, wall_s=time.perf_counter() - start)
+    (out / SUMMARY).write_text(json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
+    return summary
+
+
+class _progress:
+    """A rich progress bar, or nothing."""
+
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.progress = (
+            Progress(
+                TextColumn("conversations"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                transient=True,
+            )
+            if enabled
+            else None
+        )
+        self.total = total
+
+    def __enter__(self) -> tuple[Progress | None, int]:
+        if self.progress is None:
+            return None, 0
+        self.progress.start()
+        return self.progress, self.progress.add_task("eval", total=self.total)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
