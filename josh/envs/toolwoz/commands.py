@@ -1,0 +1,146 @@
+"""``josh data``: download MultiWOZ/ToolWOZ, regenerate the mini set, generate tasks over a database, inspect a
+source. Heavy modules are imported inside the commands so ``josh --help`` stays fast."""
+
+from __future__ import annotations
+
+from collections import Counter
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from josh.envs.toolwoz.data import ToolWOZData
+
+data_app = typer.Typer(
+    help="ToolWOZ data: download, the mini set, the goal generator, statistics.", no_args_is_help=True
+)
+console = Console()
+errors = Console(stderr=True, soft_wrap=True)
+
+
+class Dataset(str, Enum):
+    toolwoz = "toolwoz"
+    multiwoz = "multiwoz"
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    errors.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+    return typer.Exit(1)
+
+
+@data_app.command()
+def download(
+    dataset: Dataset = typer.Argument(Dataset.toolwoz, help="toolwoz = multiwoz + converted task files"),
+    dest: Path = typer.Option(Path("envs/toolwoz"), "--dest", help="folder to fill"),
+) -> None:
+    """Fetch MultiWOZ 2.1 (dialogues, split lists, databases) from github.com/budzianowski/multiwoz."""
+    from josh.envs.toolwoz.download import DownloadError, download_multiwoz, download_toolwoz
+    from josh.envs.toolwoz.multiwoz import DataFormatError
+
+    run = download_toolwoz if dataset is Dataset.toolwoz else download_multiwoz
+    try:
+        counts = run(dest)
+    except (DownloadError, DataFormatError) as exc:
+        raise _fail(exc) from exc
+    for name, count in counts.items():
+        console.print(f"{name}: {count}")
+    console.print(f"[green]ready:[/green] josh data stats {dest}")
+
+
+@data_app.command()
+def mini(
+    dest: Path = typer.Option(Path("envs/toolwoz_mini"), "--dest", help="folder to write"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Regenerate the mini ToolWOZ set (invented database + train/val/test tasks)."""
+    from josh.envs.toolwoz.mini import write_mini
+
+    counts = write_mini(dest, seed=seed)
+    console.print(", ".join(f"{split}: {n}" for split, n in counts.items()) + f" tasks written to {dest}")
+
+
+@data_app.command()
+def generate(
+    db: Path = typer.Option(..., "--db", help="folder with {restaurant,hotel,attraction,train}_db.json"),
+    n: int = typer.Option(100, "--n", min=1),
+    seed: int = typer.Option(0, "--seed"),
+    out: Path = typer.Option(..., "--out", help="JSONL file to write, one task per line"),
+    prefix: str = typer.Option("gen", "--prefix", help="task ids are PREFIX_0000, PREFIX_0001, ..."),
+) -> None:
+    """Generate valid tasks over any MultiWOZ-format database."""
+    from josh.envs.toolwoz.data import write_tasks
+    from josh.envs.toolwoz.generator import generate as generate_tasks
+
+    try:
+        tasks = generate_tasks(db, n, seed=seed, prefix=prefix)
+    except ValueError as exc:
+        raise _fail(exc) from exc
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_tasks(out, tasks)
+    console.print(f"{len(tasks)} tasks written to {out}")
+
+
+def _load(source: str) -> ToolWOZData:
+    from josh.envs.toolwoz.data import load_toolwoz
+    from josh.envs.toolwoz.multiwoz import DataFormatError
+
+    try:
+        return load_toolwoz(source)
+    except DataFormatError as exc:
+        raise _fail(exc) from exc
+
+
+@data_app.command()
+def stats(source: str = typer.Argument("mini", help="'mini', a folder, or a dataset.zip")) -> None:
+    """Tasks per split: single-domain tasks, search/book goals, fail cases, tasks per domain."""
+    from josh.envs.toolwoz.task import DOMAINS
+
+    data = _load(source)
+    table = Table(title=f"ToolWOZ source {source} (db: {data.db_dir})")
+    for column in ("split", "tasks", "1-domain", "search", "book", "fail_info", "fail_book", *DOMAINS):
+        table.add_column(column, justify="right")
+    for split, tasks in data.splits.items():
+        domains = Counter(d for t in tasks for d in t.details.get("domains", []))
+        names = Counter(g.name.split("_")[0] for t in tasks for g in t.goals)
+        specs = [s for t in tasks for s in t.details.get("goal", {}).values()]
+        row = (
+            len(tasks),
+            sum(len(t.details.get("domains", [])) == 1 for t in tasks),
+            names["search"],
+            names["book"],
+            sum(bool(s.get("fail_info")) for s in specs),
+            sum(bool(s.get("fail_book")) for s in specs),
+            *(domains[d] for d in DOMAINS),
+        )
+        table.add_row(split, *map(str, row))
+    console.print(table)
+
+
+@data_app.command()
+def show(
+    split: str = typer.Argument(..., help="train, val, test (or full_test for MultiWOZ sources)"),
+    source: str = typer.Option("mini", "--source"),
+    index: int = typer.Option(0, "--index", help="position in the split"),
+    task_id: str | None = typer.Option(None, "--id", help="show this task instead of --index"),
+) -> None:
+    """Print one task: its goal text, goal calls and booked entities."""
+    data = _load(source)
+    if split not in data.splits:
+        raise _fail(ValueError(f"no split {split!r}; this source has {', '.join(data.splits)}"))
+    tasks = data.splits[split]
+    chosen = next((t for t in tasks if t.id == task_id), None) if task_id else None
+    if chosen is None and (task_id or not 0 <= index < len(tasks)):
+        raise _fail(ValueError(f"no task {task_id or index} in {split} ({len(tasks)} tasks)"))
+    task = chosen or tasks[index]
+    console.print(f"[bold]{task.id}[/bold] ({task.split}, domains: {', '.join(task.details.get('domains', []))})")
+    console.print(task.user_goal)
+    for goal in task.goals:
+        console.print(
+            f"  goal {goal.name}({goal.parameters})" + (f" -> {goal.expected_return}" if goal.expected_return else "")
+        )
+    if task.transcript:
+        console.print(f"  original transcript: {len(task.transcript)} turns")

@@ -1,0 +1,99 @@
+"""One entry point for ToolWOZ data: ``load_toolwoz(source)`` gives the database folder and the tasks per split.
+
+Sources, by name or path:
+- ``mini`` (default): the invented set shipped in ``envs/toolwoz_mini/`` (regenerated into the user cache when the
+  package is installed without it);
+- a task-set folder: ``tasks_{split}.jsonl`` files and a database (what ``josh data mini`` / ``josh data download
+  toolwoz`` write);
+- a MultiWOZ folder: ``data.json``, the split lists and the database (``db/`` or ``*_db.json`` beside it);
+- the ToolWOZ release: ``dataset.zip`` or its unpacked folder (``data.json``, ``delex.json``, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from pydantic import ValidationError
+
+from josh.envs.toolwoz.multiwoz import DataFormatError, load_multiwoz
+from josh.types import Task
+
+SHIPPED_MINI = Path(__file__).resolve().parents[3] / "envs" / "toolwoz_mini"
+DB_DOMAINS = ("restaurant", "hotel", "attraction", "train")
+SPLIT_ORDER = ("train", "val", "test", "full_test")
+
+
+class ToolWOZData(NamedTuple):
+    """A loaded source: the database folder and the tasks of each split."""
+
+    db_dir: Path
+    splits: dict[str, list[Task]]
+
+
+def mini_dir() -> Path:
+    """The shipped mini set, or a copy generated once into ``$JOSH_CACHE`` (default ``~/.cache/josh``)."""
+    if (SHIPPED_MINI / "tasks_test.jsonl").is_file():
+        return SHIPPED_MINI
+    cached = Path(os.environ.get("JOSH_CACHE", Path.home() / ".cache" / "josh")) / "toolwoz_mini"
+    if not (cached / "tasks_test.jsonl").is_file():
+        from josh.envs.toolwoz.mini import write_mini
+
+        write_mini(cached)
+    return cached
+
+
+def find_db_dir(folder: Path) -> Path:
+    """``folder/db`` or ``folder`` itself, whichever holds ``{domain}_db.json`` files."""
+    for candidate in (folder / "db", folder):
+        if any((candidate / f"{d}_db.json").is_file() for d in DB_DOMAINS):
+            return candidate
+    raise DataFormatError(f"{folder}: no database found (expected db/restaurant_db.json and the like)")
+
+
+def read_tasks(path: Path) -> list[Task]:
+    """Tasks from a JSONL file, one ``Task`` per line; a bad line names the file, the line and the task id."""
+    tasks = []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                tasks.append(Task.model_validate_json(line))
+            except ValidationError as exc:
+                try:
+                    task_id = json.loads(line).get("id", "?")
+                except (json.JSONDecodeError, AttributeError):
+                    task_id = "?"
+                raise DataFormatError(f"{path}:{number}: task {task_id} is not a valid task ({exc})") from exc
+    return tasks
+
+
+def write_tasks(path: Path, tasks: list[Task]) -> None:
+    """Write tasks as JSONL (through a temporary file, so a crash never leaves half a file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        for task in tasks:
+            out.write(task.model_dump_json(exclude_defaults=True) + "\n")
+    tmp.replace(path)
+
+
+def _split_rank(name: str) -> tuple[int, str]:
+    return (SPLIT_ORDER.index(name) if name in SPLIT_ORDER else len(SPLIT_ORDER), name)
+
+
+def load_toolwoz(source: str | Path = "mini", *, db_dir: str | Path | None = None) -> ToolWOZData:
+    """Load a ToolWOZ source (see the module docstring); ``db_dir`` overrides where the database is found."""
+    path = mini_dir() if str(source) == "mini" else Path(source)
+    if not path.exists():
+        raise DataFormatError(f"{source}: no such ToolWOZ source (use 'mini', a folder, or a dataset.zip)")
+    task_files = sorted(path.glob("tasks_*.jsonl")) if path.is_dir() else []
+    if task_files:
+        names = sorted((f.stem.removeprefix("tasks_") for f in task_files), key=_split_rank)
+        splits = {name: read_tasks(path / f"tasks_{name}.jsonl") for name in names}
+    else:
+        splits = load_multiwoz(path)
+    folder = path if path.is_dir() else path.parent
+    return ToolWOZData(Path(db_dir) if db_dir else find_db_dir(folder), splits)
