@@ -1,0 +1,91 @@
+"""The read-only retail database (users, orders, products) loaded once from a data folder and indexed in memory."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+DATA_FILES = ("users.json", "orders.json", "products.json", "policy.md")
+
+Record = dict[str, Any]
+
+
+class RetailDataError(ValueError):
+    """The retail data folder is missing or holds files of the wrong shape."""
+
+
+@dataclass(frozen=True)
+class RetailDB:
+    """The pristine data every conversation starts from; never mutated (states keep copy-on-write overlays)."""
+
+    users: dict[str, Record]
+    orders: dict[str, Record]
+    products: dict[str, Record]
+    policy: str
+    user_by_email: dict[str, str] = field(default_factory=dict)
+    user_rank: dict[str, int] = field(default_factory=dict)
+    users_by_name: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    product_types_json: str = "{}"
+
+    @classmethod
+    def build(
+        cls, users: dict[str, Record], orders: dict[str, Record], products: dict[str, Record], policy: str
+    ) -> RetailDB:
+        """Index the records: e-mail lookup, (first, last) name lookup, user order and the product-type listing."""
+        by_email: dict[str, str] = {}
+        by_name: dict[tuple[str, str], list[str]] = {}
+        for user_id, profile in users.items():
+            by_email.setdefault(profile["email"].lower(), user_id)
+            name = profile["name"]
+            by_name.setdefault((name["first_name"].lower(), name["last_name"].lower()), []).append(user_id)
+        types = dict(sorted((p["name"], p["product_id"]) for p in products.values()))
+        return cls(
+            users=users,
+            orders=orders,
+            products=products,
+            policy=policy,
+            user_by_email=by_email,
+            user_rank={user_id: i for i, user_id in enumerate(users)},
+            users_by_name=by_name,
+            product_types_json=json.dumps(types),
+        )
+
+
+def _read_json_object(path: Path) -> dict[str, Record]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RetailDataError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise RetailDataError(f"{path} must hold a JSON object of records keyed by id")
+    return data
+
+
+def check_data_dir(data_dir: Path) -> Path:
+    """Resolve ``data_dir`` and make sure the retail files are there, with a hint on how to get them."""
+    path = Path(data_dir).expanduser().resolve()
+    missing = [name for name in DATA_FILES if not (path / name).is_file()]
+    if missing:
+        raise RetailDataError(
+            f"retail data folder {path} lacks {', '.join(missing)}; fetch it with `josh data download-retail --dest {path}`"
+        )
+    return path
+
+
+@lru_cache(maxsize=4)
+def _load(path: Path) -> RetailDB:
+    users = _read_json_object(path / "users.json")
+    orders = _read_json_object(path / "orders.json")
+    products = _read_json_object(path / "products.json")
+    try:
+        return RetailDB.build(users, orders, products, (path / "policy.md").read_text(encoding="utf-8"))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise RetailDataError(f"malformed retail record in {path}: {exc!r}") from exc
+
+
+def load_db(data_dir: Path | str) -> RetailDB:
+    """Load (once per folder, then cached) the retail database of ``data_dir``."""
+    return _load(check_data_dir(Path(data_dir)))
