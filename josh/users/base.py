@@ -10,10 +10,12 @@ from josh.types import Message, Task
 
 
 class UserTurn(BaseModel):
-    """What the simulated user says; ``done`` means the user ended the conversation."""
+    """What the simulated user says; ``done`` means the user ended the conversation; ``error`` says why a
+    simulator gave up (e.g. its LLM failed), ``None`` for a normal reply."""
 
     text: str
     done: bool = False
+    error: str | None = None
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0

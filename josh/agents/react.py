@@ -1,0 +1,48 @@
+"""The ReACT agent: PLAN / APICALL / SPEAK commands in plain text, tools described compactly in the prompt.
+
+Tool results come back as a ``user`` message starting with ``APIRETURN`` (one line per call): the ``tool`` role
+needs a native tool call to answer, which this text protocol does not make, and OpenAI-compatible servers reject
+a ``tool`` message without one. Text after the executed APICALLs of an output is cut from the logged message, so
+a SPEAK is never recorded after a result it did not see.
+"""
+
+from __future__ import annotations
+
+from josh.agents.loop import LoopAgent
+from josh.agents.parsing import END_MARKER, Parsed, parse_react
+from josh.agents.prompting import Example, dump
+from josh.llm.base import Completion
+from josh.types import Message, ToolCall, ToolResult, assistant, user
+
+RESULT_PREFIX = "APIRETURN"
+FEEDBACK_PREFIX = "FEEDBACK"
+
+
+class ReactAgent(LoopAgent):
+    """PLAN / APICALL / SPEAK, each command ending with ``<COMMAND_END>``."""
+
+    protocol = "react"
+
+    def read(self, completion: Completion) -> Parsed:
+        return parse_react(completion.text, max_calls=self.config.max_calls_per_generation)
+
+    def action_message(self, parsed: Parsed) -> Message:
+        return assistant(parsed.text)
+
+    def result_messages(self, calls: list[ToolCall], results: list[ToolResult]) -> list[Message]:
+        return [user("\n".join(f"{RESULT_PREFIX} {r.content}" for r in results))]
+
+    def feedback(self, problem: str) -> Message:
+        return user(f"{FEEDBACK_PREFIX} your last output could not be used: {problem}.")
+
+    def render_example(self, example: Example) -> str:
+        call = dump({"name": example.name, "parameters": example.arguments})
+        lines = [f"Customer: {example.user}"]
+        if example.thought:
+            lines.append(f"PLAN {example.thought} {END_MARKER}")
+        lines += [
+            f"APICALL {call} {END_MARKER}",
+            f"{RESULT_PREFIX} {example.result}",
+            f"SPEAK {example.reply} {END_MARKER}",
+        ]
+        return "\n".join(lines)
