@@ -1,0 +1,270 @@
+"""Turn search trees (``trees.jsonl``) into SFT, KTO and DPO training files in TRL's conversational formats.
+
+* SFT: the ideal path of every accepted tree as one conversation, system prompt first, with the tools offered.
+* KTO: every agent turn on the ideal path is desirable; every sibling turn that branched from the same user turn
+  and was pruned is undesirable. Partial-credit turns are neither. A prompt+completion emitted as desirable is
+  never emitted as undesirable too (the conflicting negative is dropped).
+* DPO: (ideal turn, pruned sibling turn) pairs that share their prompt.
+
+A tree is accepted when the search ran (no task-level error), its reward reaches ``min_reward`` and no turn on its
+ideal path has one of ``drop_errors``. Negatives come only from accepted trees; tool errors in a negative are kept
+(they are what it should unlearn). Completions are compared without tool-call ids, which are random per sample.
+Rows are deduplicated per file, first occurrence kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from josh.tree import Node, Tree, path_messages
+from josh.types import ErrorCategory, Message
+
+Row = dict[str, Any]
+STATS_FILE = "extract_stats.json"
+TokenCounter = Callable[[str], int]
+
+
+class ExtractConfig(BaseModel):
+    """Which trees and turns become training data."""
+
+    min_reward: float = Field(1.0, ge=0.0, le=1.0, description="trees below this reward are skipped")
+    drop_errors: list[ErrorCategory] = Field(
+        default_factory=lambda: list(ErrorCategory), description="ideal paths with any of these are skipped"
+    )
+
+
+class ExtractStats(BaseModel):
+    """What ``extract`` read and wrote (``extract_stats.json`` in the output folder)."""
+
+    trees: int = 0
+    unreadable: int = 0
+    accepted: int = 0
+    below_reward: int = 0
+    with_errors: int = 0
+    failed_tasks: int = 0
+    sft: int = 0
+    kto_desirable: int = 0
+    kto_undesirable: int = 0
+    kto_desirable_fraction: float = 0.0
+    kto_conflicts_dropped: int = 0
+    duplicates_dropped: int = 0
+    dpo: int = 0
+    tokens: dict[str, int] = Field(default_factory=dict)
+    token_counter: str = "whitespace"
+
+
+class Extracted(BaseModel):
+    """The rows of the three files."""
+
+    sft: list[Row] = Field(default_factory=list)
+    kto: list[Row] = Field(default_factory=list)
+    dpo: list[Row] = Field(default_factory=list)
+
+
+def read_trees(path: str | Path, stats: ExtractStats | None = None) -> Iterator[Tree]:
+    """The trees of a ``trees.jsonl`` file; unreadable lines (a torn tail, a bad edit) are counted and skipped."""
+    stats = stats if stats is not None else ExtractStats()
+    with Path(path).open(encoding="utf-8") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                tree = Tree.model_validate_json(line)
+            except ValidationError:
+                stats.unreadable += 1
+                continue
+            stats.trees += 1
+            yield tree
+
+
+def _call_key(arguments: dict[str, Any] | str) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+
+
+def messages_key(messages: list[Message]) -> str:
+    """Identity of a message list that ignores tool-call ids."""
+    parts = [
+        (m.role, m.content or "", [(c.name, _call_key(c.arguments)) for c in m.tool_calls or ()]) for m in messages
+    ]
+    return json.dumps(parts, ensure_ascii=False)
+
+
+def _dicts(messages: list[Message]) -> list[Row]:
+    return [m.to_openai() for m in messages]
+
+
+def rejection(tree: Tree, config: ExtractConfig) -> str | None:
+    """Why a tree gives no training data (``None`` when it is accepted)."""
+    if tree.error is not None or not tree.nodes:
+        return "failed_tasks"
+    if tree.reward < config.min_reward - 1e-9:
+        return "below_reward"
+    path = tree.ideal_path()
+    if len(path) < 2:
+        return "below_reward"
+    banned = set(config.drop_errors)
+    if any(banned.intersection(n.errors) for n in path):
+        return "with_errors"
+    return None
+
+
+def _negatives(tree: Tree, parent: Node, children: dict[int, list[Node]]) -> list[Node]:
+    """Pruned sibling turns off ``parent`` that never reached a reward and have a turn to learn from."""
+    return [c for c in children.get(parent.id, []) if c.pruned and not (c.ideal or c.partial) and c.messages]
+
+
+def tree_rows(tree: Tree) -> Extracted:
+    """All rows of one accepted tree (no filtering, no cross-tree dedupe)."""
+    tools = list(tree.tools)
+    path = tree.ideal_path()
+    children = tree.children()
+    sft = [{"messages": _dicts(path_messages(tree, path[-1].id, user_reply=False)), "tools": tools}]
+    kto: list[Row] = []
+    dpo: list[Row] = []
+    for node in path[1:]:
+        parent = tree.node(node.parent or 0)
+        prompt = _dicts(path_messages(tree, parent.id))
+        good = _dicts(node.messages)
+        kto.append({"prompt": prompt, "completion": good, "label": True, "tools": tools})
+        for bad in _negatives(tree, parent, children):
+            kto.append({"prompt": prompt, "completion": _dicts(bad.messages), "label": False, "tools": tools})
+            if messages_key(bad.messages) != messages_key(node.messages):
+                dpo.append({"prompt": prompt, "chosen": good, "rejected": _dicts(bad.messages), "tools": tools})
+    return Extracted(sft=sft, kto=kto, dpo=dpo)
+
+
+def _row_key(row: Row, *fields: str) -> str:
+    return json.dumps([messages_key([Message.from_openai(m) for m in row[f]]) for f in fields], ensure_ascii=False)
+
+
+def _dedupe(rows: list[Row], fields: tuple[str, ...], stats: ExtractStats) -> list[Row]:
+    seen: set[str] = set()
+    out = []
+    for row in rows:
+        key = f"{_row_key(row, *fields)}|{row.get('label')}"
+        if key in seen:
+            stats.duplicates_dropped += 1
+            continue
+        seen.add(key)
+        out.append(row)
+    return out
+
+
+def _resolve_kto(rows: list[Row], stats: ExtractStats) -> list[Row]:
+    """Drop a negative whose prompt+completion is also a positive; positives first, then negatives."""
+    good = [r for r in rows if r["label"]]
+    good_keys = {_row_key(r, "prompt", "completion") for r in good}
+    bad = []
+    for r in rows:
+        if r["label"]:
+            continue
+        if _row_key(r, "prompt", "completion") in good_keys:
+            stats.kto_conflicts_dropped += 1
+        else:
+            bad.append(r)
+    return good + bad
+
+
+def extract_rows(trees: Iterator[Tree] | list[Tree], config: ExtractConfig, stats: ExtractStats) -> Extracted:
+    """Filter, convert and deduplicate; counts go into ``stats``."""
+    out = Extracted()
+    for tree in trees:
+        reason = rejection(tree, config)
+        if reason is not None:
+            setattr(stats, reason, getattr(stats, reason) + 1)
+            continue
+        stats.accepted += 1
+        rows = tree_rows(tree)
+        out.sft.extend(rows.sft)
+        out.kto.extend(rows.kto)
+        out.dpo.extend(rows.dpo)
+    out.sft = _dedupe(out.sft, ("messages",), stats)
+    out.kto = _resolve_kto(_dedupe(out.kto, ("prompt", "completion"), stats), stats)
+    out.dpo = _dedupe(out.dpo, ("prompt", "chosen", "rejected"), stats)
+    stats.sft, stats.dpo = len(out.sft), len(out.dpo)
+    stats.kto_desirable = sum(1 for r in out.kto if r["label"])
+    stats.kto_undesirable = len(out.kto) - stats.kto_desirable
+    stats.kto_desirable_fraction = round(stats.kto_desirable / len(out.kto), 4) if out.kto else 0.0
+    return out
+
+
+def whitespace_tokens(text: str) -> int:
+    return len(text.split())
+
+
+def _row_tokens(row: Row, fields: tuple[str, ...], count: TokenCounter) -> int:
+    total = 0
+    for field in fields:
+        for m in row[field]:
+            total += count(m.get("content") or "")
+            for call in m.get("tool_calls") or ():
+                total += count(call["function"]["name"]) + count(call["function"]["arguments"])
+    return total
+
+
+def _write_jsonl(path: Path, rows: list[Row]) -> None:
+    """Write the whole file next to its final name, then rename: a crash never leaves half a file."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def extract(
+    trees_path: str | Path,
+    out_dir: str | Path,
+    config: ExtractConfig | None = None,
+    *,
+    count_tokens: TokenCounter | None = None,
+    counter_name: str = "whitespace",
+) -> ExtractStats:
+    """Read ``trees_path`` (a file or a run folder) and write ``sft.jsonl``, ``kto.jsonl``, ``dpo.jsonl`` and
+    ``extract_stats.json`` to ``out_dir`` (named so it never overwrites the rollout's own ``stats.json``)."""
+    config = config or ExtractConfig()
+    trees_path, out_dir = Path(trees_path), Path(out_dir)
+    if trees_path.is_dir():
+        trees_path = trees_path / "trees.jsonl"
+    if not trees_path.is_file():
+        raise FileNotFoundError(f"no trees file at {trees_path} (run `josh rollout` first)")
+    stats = ExtractStats(token_counter=counter_name if count_tokens else "whitespace")
+    rows = extract_rows(read_trees(trees_path, stats), config, stats)
+    count = count_tokens or whitespace_tokens
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, fields in (
+        ("sft", ("messages",)),
+        ("kto", ("prompt", "completion")),
+        ("dpo", ("prompt", "chosen", "rejected")),
+    ):
+        data: list[Row] = getattr(rows, name)
+        _write_jsonl(out_dir / f"{name}.jsonl", data)
+        stats.tokens[name] = sum(_row_tokens(r, fields, count) for r in data)
+    (out_dir / STATS_FILE).write_text(stats.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return stats
+
+
+def hf_token_counter(name: str) -> TokenCounter:
+    """Count tokens with a Hugging Face tokenizer (``smollm2`` or any name ``resolve_model`` knows)."""
+    from transformers import AutoTokenizer
+
+    from josh.llm.models import resolve_model
+
+    tok = AutoTokenizer.from_pretrained(resolve_model(name))
+    return lambda text: len(tok.encode(text, add_special_tokens=False))
+
+
+def extract_run(
+    run: str | Path, out: str | Path | None, config: ExtractConfig, *, tokenizer: str | None = None
+) -> tuple[ExtractStats, Path]:
+    """``josh extract``: files go to ``out`` or, by default, next to the trees."""
+    run = Path(run)
+    out_dir = Path(out) if out else (run if run.is_dir() else run.parent)
+    counter = hf_token_counter(tokenizer) if tokenizer else None
+    stats = extract(run, out_dir, config, count_tokens=counter, counter_name=tokenizer or "whitespace")
+    return stats, out_dir

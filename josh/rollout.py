@@ -1,0 +1,262 @@
+"""The rollout runner: JOSH search over many tasks at once, streamed to ``<out>/trees.jsonl``, resumable.
+
+Up to ``concurrency`` tasks are searched at the same time, and inside each task every live leaf's request is in
+flight together, so the backend sees all of them at once. Every finished task is appended to ``trees.jsonl`` as
+one line and flushed to disk. Restarting the same command skips the task ids already in the file (a torn last
+line left by a crash is cut off first); a task is never written twice. ``stats.json`` (per-task and total LLM
+calls, tokens, wall time, reward, nodes) is rewritten from the whole file when the run ends, also after a crash.
+The runner takes constructed objects; ``rollout_from_options`` builds them from command-line options.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from josh.agents.base import Agent
+from josh.envs.base import Env
+from josh.jsonl import JsonlWriter, iter_jsonl
+from josh.search import SearchConfig, search
+from josh.tree import Tree
+from josh.types import Task
+from josh.users.base import UserSimulator
+
+TREES_FILE = "trees.jsonl"
+STATS_FILE = "stats.json"
+
+
+class RolloutConfig(BaseModel):
+    """How the run is searched and scheduled."""
+
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    concurrency: int = Field(16, ge=1, description="tasks searched at the same time")
+
+
+class TaskStats(BaseModel):
+    """One task's line of ``stats.json``."""
+
+    reward: float = 0.0
+    max_reward: float = 0.0
+    success: bool = False
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    wall_s: float = 0.0
+    nodes: int = 0
+    errors: int = 0
+    error: str | None = None
+
+
+class RunStats(BaseModel):
+    """``stats.json``: totals over every task in ``trees.jsonl`` and the per-task lines."""
+
+    tasks: int = 0
+    success: int = 0
+    mean_reward: float = 0.0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    nodes: int = 0
+    errors: int = 0
+    failed_tasks: int = 0
+    search_wall_s: float = 0.0
+    session_wall_s: float = 0.0
+    skipped_finished: int = 0
+    per_task: dict[str, TaskStats] = Field(default_factory=dict)
+
+
+def finished_ids(trees_path: Path) -> set[str]:
+    """Task ids already in ``trees_path``; a torn last line is cut off so appends start on a clean line."""
+    return {str(rec["task_id"]) for rec in iter_jsonl(trees_path, repair=True) if "task_id" in rec}
+
+
+def summarize(trees_path: Path) -> RunStats:
+    """Statistics of every tree in the file (read line by line; trees are never all held in memory)."""
+    stats = RunStats()
+    for rec in iter_jsonl(trees_path):
+        s = rec.get("stats") or {}
+        task = TaskStats(
+            reward=rec.get("reward", 0.0),
+            max_reward=rec.get("max_reward", 0.0),
+            success=bool(rec.get("success")),
+            error=rec.get("error"),
+            **{
+                k: s.get(k, 0) for k in ("llm_calls", "prompt_tokens", "completion_tokens", "wall_s", "nodes", "errors")
+            },
+        )
+        stats.per_task[str(rec.get("task_id"))] = task
+    tasks = list(stats.per_task.values())
+    stats.tasks = len(tasks)
+    stats.success = sum(t.success for t in tasks)
+    stats.mean_reward = round(sum(t.reward for t in tasks) / len(tasks), 4) if tasks else 0.0
+    for key in ("llm_calls", "prompt_tokens", "completion_tokens", "nodes", "errors"):
+        setattr(stats, key, sum(getattr(t, key) for t in tasks))
+    stats.failed_tasks = sum(1 for t in tasks if t.error)
+    stats.search_wall_s = round(sum(t.wall_s for t in tasks), 3)
+    return stats
+
+
+def _system_prompt(agent: Agent, task: Task) -> str | None:
+    """The agent's system prompt for a task, when the agent exposes one (``system_prompt(task)``)."""
+    build = getattr(agent, "system_prompt", None)
+    return build(task) if callable(build) else None
+
+
+class _Display:
+    """A rich progress bar with running goal, call and token counts (or nothing when disabled)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.goals = self.goal_total = self.calls = self.tokens = 0
+        self.progress = Progress(
+            TextColumn("[bold]rollout"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("goals {task.fields[goals]}  LLM calls {task.fields[calls]}  tokens {task.fields[tokens]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            disable=not enabled,
+        )
+        self.task_id = self.progress.add_task("rollout", total=total, goals="0/0", calls=0, tokens=0)
+
+    def add(self, tree: Tree) -> None:
+        self.goals += round(tree.reward * tree.n_goals)
+        self.goal_total += tree.n_goals
+        self.calls += tree.stats.llm_calls
+        self.tokens += tree.stats.prompt_tokens + tree.stats.completion_tokens
+        self.progress.update(
+            self.task_id,
+            advance=1,
+            goals=f"{self.goals}/{self.goal_total}",
+            calls=self.calls,
+            tokens=self.tokens,
+        )
+
+
+async def _search_task(task: Task, env: Env, agent: Agent, user_sim: UserSimulator, config: SearchConfig) -> Tree:
+    """Search one task; a failure outside the agent and user (a bug) is recorded as a failed task."""
+    start = time.perf_counter()
+    try:
+        system = _system_prompt(agent, task)
+        return await search(task, env, agent, user_sim, config, system=system)
+    except Exception as exc:  # one broken task must not stop a long run
+        tree = Tree(task_id=task.id, goals=list(task.goals), n_goals=len(task.goals), config=config.model_dump())
+        tree.error = f"search failed: {type(exc).__name__}: {exc}"
+        tree.stats.wall_s = round(time.perf_counter() - start, 4)
+        return tree
+
+
+def _pending(tasks: Iterable[Task], done: set[str]) -> list[Task]:
+    seen: set[str] = set(done)
+    out = []
+    for task in tasks:
+        if task.id not in seen:
+            seen.add(task.id)
+            out.append(task)
+    return out
+
+
+async def run_rollouts(
+    tasks: Iterable[Task],
+    env: Env,
+    agent: Agent,
+    user_sim: UserSimulator,
+    out_dir: str | Path,
+    config: RolloutConfig | None = None,
+    *,
+    progress: bool = True,
+    on_tree: Callable[[Tree], Any] | None = None,
+) -> RunStats:
+    """Search every task not yet in ``out_dir/trees.jsonl`` and append its tree; returns the run's statistics.
+
+    Duplicate task ids are searched once. ``on_tree`` is called after each tree is written."""
+    config = config or RolloutConfig()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    trees_path = out / TREES_FILE
+    done = finished_ids(trees_path)
+    tasks = list(tasks)
+    todo = _pending(tasks, done)
+    skipped = len({t.id for t in tasks} & done)
+    start = time.perf_counter()
+    limit = asyncio.Semaphore(config.concurrency)
+    display = _Display(len(todo), progress)
+
+    async def one(task: Task, writer: JsonlWriter) -> None:
+        async with limit:
+            tree = await _search_task(task, env, agent, user_sim, config.search)
+        writer.write(tree.model_dump_json())
+        display.add(tree)
+        if on_tree is not None:
+            on_tree(tree)
+
+    try:
+        with JsonlWriter(trees_path) as writer, display.progress:
+            jobs = [asyncio.ensure_future(one(task, writer)) for task in todo]
+            try:
+                await asyncio.gather(*jobs)
+            finally:
+                for job in jobs:
+                    job.cancel()
+                await asyncio.gather(*jobs, return_exceptions=True)
+    finally:
+        stats = summarize(trees_path)
+        stats.session_wall_s = round(time.perf_counter() - start, 3)
+        stats.skipped_finished = skipped
+        (out / STATS_FILE).write_text(json.dumps(stats.model_dump(), indent=2) + "\n", encoding="utf-8")
+    return stats
+
+
+class RolloutOptions(BaseModel):
+    """What ``josh rollout`` builds the run from (names go to the env loaders and the ``make_*`` factories)."""
+
+    out: Path
+    env: str = "toolwoz"
+    data: str = "mini"
+    split: str = "train"
+    agent: str = "react"
+    backend: str = "hf"
+    model: str | None = "smollm2"
+    user: str = "goal"
+    user_backend: str | None = None
+    user_model: str | None = None
+    limit: int | None = Field(None, ge=1)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+
+
+def build_env(name: str, data: str) -> Env:
+    """The environment ``name`` over data source ``data`` (ToolWOZ: ``mini`` or a folder; retail: a folder)."""
+    if name == "toolwoz":
+        from josh.envs.toolwoz.data import load_toolwoz
+        from josh.envs.toolwoz.env import ToolWOZEnv
+
+        loaded = load_toolwoz(data)
+        return ToolWOZEnv(loaded.db_dir, tasks=loaded.splits)
+    if name == "retail":
+        from josh.envs.retail import RetailEnv
+
+        return RetailEnv(None if data in ("", "default") else data)
+    raise ValueError(f"unknown environment {name!r}; choose toolwoz or retail")
+
+
+def rollout_from_options(options: RolloutOptions, *, progress: bool = True) -> RunStats:
+    """Build env, LLM(s), agent and user from ``options`` and run the rollouts to the end."""
+    from josh.agents import make_agent
+    from josh.llm.factory import make_llm
+    from josh.users import make_user
+
+    env = build_env(options.env, options.data)
+    tasks = env.tasks(options.split)[: options.limit]
+    llm = make_llm(options.backend, options.model)
+    user_key = (options.user_backend or options.backend, options.user_model or options.model)
+    user_llm = llm if user_key == (options.backend, options.model) else make_llm(*user_key)
+    agent = make_agent(options.agent, env, llm)
+    user_sim = make_user(options.user, user_llm)
+    return asyncio.run(run_rollouts(tasks, env, agent, user_sim, options.out, options.rollout, progress=progress))
