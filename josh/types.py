@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
@@ -149,8 +150,12 @@ class Task(BaseModel):
     transcript: list[Message] = Field(default_factory=list)
 
 
-class ToolResult(BaseModel):
-    """What one tool call returned: the text the agent sees, its error category and the goals it completed."""
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What one tool call returned: the text the agent sees, its error category and the goals it completed.
+
+    A plain slotted dataclass, not a pydantic model: environments build one per call on the hot path.
+    """
 
     content: str
     error: ErrorCategory | None = None
@@ -159,10 +164,9 @@ class ToolResult(BaseModel):
     data: Any = None
 
 
-class CallRecord(BaseModel):
-    """One entry of a conversation's call log."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One entry of a conversation's call log (kept per branch, so cheap to build)."""
 
     name: str
     arguments: dict[str, Any] | str

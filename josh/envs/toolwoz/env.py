@@ -17,10 +17,9 @@ import json
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-from pydantic import ValidationError
 
 from josh.envs.base import ConversationState
 from josh.envs.toolwoz.db import ToolWOZDB
@@ -45,13 +44,14 @@ _PLAN_CACHE_SIZE = 4096
 
 
 def _record(name: Any, arguments: Any, result: ToolResult, completed: tuple[int, ...]) -> CallRecord:
-    """The log entry of one call; arguments that are neither a dict nor text are kept as their repr."""
-    fields = {"name": name if isinstance(name, str) else repr(name), "content": result.content}
-    kept = arguments if isinstance(arguments, (dict, str)) else repr(arguments)
-    try:
-        return CallRecord(**fields, arguments=kept, error=result.error, completed_goals=completed)
-    except ValidationError:
-        return CallRecord(**fields, arguments=repr(arguments), error=result.error, completed_goals=completed)
+    """The log entry of one call; a name or arguments of an unexpected type are kept as their repr."""
+    return CallRecord(
+        name if isinstance(name, str) else repr(name),
+        arguments if isinstance(arguments, (dict, str)) else repr(arguments),
+        result.content,
+        result.error,
+        completed,
+    )
 
 
 class ToolWOZEnv:
@@ -112,7 +112,7 @@ class ToolWOZEnv:
         new = result.completed_goals
         if new and not state.completed.isdisjoint(new):
             new = tuple(i for i in new if i not in state.completed)
-            result = result.model_copy(update={"completed_goals": new})
+            result = replace(result, completed_goals=new)
         state.completed.update(new)
         state.log.append(_record(name, arguments, result, new))
         return result
