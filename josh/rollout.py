@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from josh.agents.base import Agent
+from josh.components import ComponentOptions, build_components
 from josh.envs.base import Env
 from josh.jsonl import JsonlWriter, iter_jsonl
 from josh.search import SearchConfig, search
@@ -215,48 +216,16 @@ async def run_rollouts(
 
 
 class RolloutOptions(BaseModel):
-    """What ``josh rollout`` builds the run from (names go to the env loaders and the ``make_*`` factories)."""
+    """What ``josh rollout`` builds the run from: the components (train split by default) and the search."""
 
     out: Path
-    env: str = "toolwoz"
-    data: str = "mini"
-    split: str = "train"
-    agent: str = "react"
-    backend: str = "hf"
-    model: str | None = "smollm2"
-    user: str = "goal"
-    user_backend: str | None = None
-    user_model: str | None = None
-    limit: int | None = Field(None, ge=1)
+    components: ComponentOptions = Field(default_factory=lambda: ComponentOptions(split="train"))
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
-
-
-def build_env(name: str, data: str) -> Env:
-    """The environment ``name`` over data source ``data`` (ToolWOZ: ``mini`` or a folder; retail: a folder)."""
-    if name == "toolwoz":
-        from josh.envs.toolwoz.data import load_toolwoz
-        from josh.envs.toolwoz.env import ToolWOZEnv
-
-        loaded = load_toolwoz(data)
-        return ToolWOZEnv(loaded.db_dir, tasks=loaded.splits)
-    if name == "retail":
-        from josh.envs.retail import RetailEnv
-
-        return RetailEnv(None if data in ("", "default") else data)
-    raise ValueError(f"unknown environment {name!r}; choose toolwoz or retail")
 
 
 def rollout_from_options(options: RolloutOptions, *, progress: bool = True) -> RunStats:
     """Build env, LLM(s), agent and user from ``options`` and run the rollouts to the end."""
-    from josh.agents import make_agent
-    from josh.llm.factory import make_llm
-    from josh.users import make_user
-
-    env = build_env(options.env, options.data)
-    tasks = env.tasks(options.split)[: options.limit]
-    llm = make_llm(options.backend, options.model)
-    user_key = (options.user_backend or options.backend, options.user_model or options.model)
-    user_llm = llm if user_key == (options.backend, options.model) else make_llm(*user_key)
-    agent = make_agent(options.agent, env, llm)
-    user_sim = make_user(options.user, user_llm)
-    return asyncio.run(run_rollouts(tasks, env, agent, user_sim, options.out, options.rollout, progress=progress))
+    built = build_components(options.components)
+    return asyncio.run(
+        run_rollouts(built.tasks, built.env, built.agent, built.user, options.out, options.rollout, progress=progress)
+    )

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from josh.agents.base import Agent
-from josh.agents.replay import ReplayAgent, final_reply, gold_calls
+from josh.agents.replay import DONE_REPLY, ReplayAgent, final_reply, gold_calls
 from josh.envs.base import ConversationState
 from josh.types import Goal, Message, Task, ToolCall, ToolResult, assistant, user
 from josh.users.base import UserSimulator
@@ -51,7 +51,7 @@ async def test_replay_agent_batches_and_resumes_from_history() -> None:
     first = (await agent.turn([], state))[0]
     assert first.reply is not None and "Do you confirm" in first.reply and len(first.state.log) == 2
     second = (await agent.turn([user("hi"), *first.messages, user("yes")], first.state))[0]
-    assert len(second.state.log) == 3 and second.reply == agent.reply
+    assert len(second.state.log) == 3 and second.reply == DONE_REPLY
     with pytest.raises(ValueError):
         ReplayAgent(CounterEnv(), [], calls_per_turn=0)
 
@@ -90,3 +90,11 @@ async def test_scripted_user_rules() -> None:
     asked = [*history, user("yes"), assistant("Anything else?"), user("yes"), assistant("Really?")]
     assert (await simulator.reply(task, asked)).done
     assert opening_line(Task(id="empty")) == "Hi! I need help with my order."
+
+
+async def test_replay_agent_without_calls_replays_each_tasks_gold_calls() -> None:
+    task = Task(
+        id="g", details={"actions": [{"name": "add", "kwargs": {}}, {"name": "add", "kwargs": {}}], "outputs": ["7"]}
+    )
+    turn = (await ReplayAgent(CounterEnv()).turn([], ConversationState(task)))[0]
+    assert [r.name for r in turn.state.log] == ["add", "add"] and "7" in turn.reply

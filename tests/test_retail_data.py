@@ -99,7 +99,7 @@ def test_failed_download_writes_nothing(shared_data: Path, tmp_path: Path) -> No
 
 
 def test_missing_folder_names_the_download_command(tmp_path: Path) -> None:
-    with pytest.raises(RetailDataError, match="josh data download-retail"):
+    with pytest.raises(RetailDataError, match="josh data download retail"):
         RetailEnv(tmp_path)
 
 
@@ -128,7 +128,7 @@ def test_cli_download_retail(shared_data: Path, tmp_path: Path, monkeypatch: pyt
         return upstream[url]
 
     monkeypatch.setattr(download, "http_fetch", fetch)
-    ok = CliRunner().invoke(app, ["data", "download-retail", "--dest", str(tmp_path / "ok")])
+    ok = CliRunner().invoke(app, ["data", "download", "retail", "--dest", str(tmp_path / "ok")])
     assert ok.exit_code == 0 and "8 files written" in ok.output
-    bad = CliRunner().invoke(app, ["data", "download-retail", "--dest", str(tmp_path / "bad"), "--commit", "0" * 40])
+    bad = CliRunner().invoke(app, ["data", "download", "retail", "--dest", str(tmp_path / "bad"), "--commit", "0" * 40])
     assert bad.exit_code == 1 and "404" in bad.output

@@ -55,10 +55,20 @@ def _oracle(env: Env, llm: LLM | None, **options: Any) -> Agent:
         raise ValueError(f"oracle agent: {exc}") from None
 
 
+def _replay(env: Env, llm: LLM | None, **options: Any) -> Agent:
+    from josh.agents.replay import ReplayAgent
+
+    try:
+        return ReplayAgent(env, **options)
+    except TypeError as exc:
+        raise ValueError(f"replay agent: {exc}") from None
+
+
 register_agent("react", _react)
 register_agent("function_calling", _function_calling)
 register_agent("act", _act)
 register_agent("oracle", _oracle)
+register_agent("replay", _replay)
 
 
 def agent_strategies() -> list[str]:

@@ -37,17 +37,24 @@ def final_reply(task: Task) -> str:
 class ReplayAgent:
     """Makes ``calls`` one per generation step, ``calls_per_turn`` per agent turn (all by default), then speaks.
 
+    Without ``calls`` it replays each task's own gold calls and closes with the task's required outputs.
+
     Between batches it asks the user to confirm the next call; after the last one it says ``reply``. A call that
     ends the conversation (a transfer) ends the turn without a reply.
     """
 
     def __init__(
-        self, env: Env, calls: Sequence[ToolCall], *, reply: str = DONE_REPLY, calls_per_turn: int | None = None
+        self,
+        env: Env,
+        calls: Sequence[ToolCall] | None = None,
+        *,
+        reply: str | None = None,
+        calls_per_turn: int | None = None,
     ) -> None:
         if calls_per_turn is not None and calls_per_turn < 1:
             raise ValueError(f"calls_per_turn must be at least 1, got {calls_per_turn}")
         self.env = env
-        self.calls = list(calls)
+        self.calls = None if calls is None else list(calls)
         self.reply = reply
         self.calls_per_turn = calls_per_turn
 
@@ -59,12 +66,18 @@ class ReplayAgent:
     async def turn(self, history: list[Message], state: ConversationState, *, n: int = 1) -> list[AgentTurn]:
         return [self._turn(history, state) for _ in range(n)]
 
+    def _script(self, task: Task) -> tuple[list[ToolCall], str]:
+        if self.calls is None:
+            return gold_calls(task), self.reply or final_reply(task)
+        return self.calls, self.reply or DONE_REPLY
+
     def _turn(self, history: list[Message], state: ConversationState) -> AgentTurn:
+        calls, reply = self._script(state.task)
         made = sum(len(m.tool_calls or ()) for m in history if m.role == "assistant")
-        stop = len(self.calls) if self.calls_per_turn is None else made + self.calls_per_turn
+        stop = len(calls) if self.calls_per_turn is None else made + self.calls_per_turn
         branch = state.fork()
         out = AgentTurn(state=branch)
-        for call in self.calls[made:stop]:
+        for call in calls[made:stop]:
             if branch.terminated:
                 break
             result = self.env.call(branch, call)
@@ -74,7 +87,7 @@ class ReplayAgent:
                 out.errors.append(result.error)
         if branch.terminated:
             return out
-        left = self.calls[min(stop, len(self.calls)) :]
-        out.reply = f"Next I will call {left[0].name}. Do you confirm (yes/no)?" if left else self.reply
+        left = calls[min(stop, len(calls)) :]
+        out.reply = f"Next I will call {left[0].name}. Do you confirm (yes/no)?" if left else reply
         out.messages.append(assistant(out.reply))
         return out

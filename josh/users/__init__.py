@@ -5,7 +5,8 @@
 Built-in LLM users: ``goal`` (customer with a goal text), ``guide`` (coached by the original dialogue),
 ``instruction`` (tau-bench-style hidden instruction); options are ``UserConfig`` fields (``sampling``,
 ``stop_marker``). Rule-based users (no LLM): ``agenda`` (ToolWOZ goal-driven; options ``chunk``, ``patience``)
-and ``scripted`` (replays ``utterances`` or the task's original user turns). Other modules add kinds with
+``scripted`` (replays ``utterances`` or the task's original user turns) and ``retail_scripted`` (opens with the
+task's request, confirms, stops). Other modules add kinds with
 ``register_user(kind, builder)``.
 """
 
@@ -63,11 +64,21 @@ def _scripted(llm: LLM | None, **options: Any) -> UserSimulator:
         raise ValueError(f"scripted user: {exc}") from None
 
 
+def _retail_scripted(llm: LLM | None, **options: Any) -> UserSimulator:
+    from josh.users.retail_scripted import RetailScriptedUser
+
+    try:
+        return RetailScriptedUser(**options)
+    except TypeError as exc:
+        raise ValueError(f"retail_scripted user: {exc}") from None
+
+
 register_user("goal", _goal)
 register_user("guide", _guide)
 register_user("instruction", _instruction)
 register_user("agenda", _agenda)
 register_user("scripted", _scripted)
+register_user("retail_scripted", _retail_scripted)
 
 
 def user_kinds() -> list[str]:

@@ -70,7 +70,7 @@ def check_data_dir(data_dir: Path) -> Path:
     missing = [name for name in DATA_FILES if not (path / name).is_file()]
     if missing:
         raise RetailDataError(
-            f"retail data folder {path} lacks {', '.join(missing)}; fetch it with `josh data download-retail --dest {path}`"
+            f"retail data folder {path} lacks {', '.join(missing)}; fetch it with `josh data download retail --dest {path}`"
         )
     return path
 

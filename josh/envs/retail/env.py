@@ -25,7 +25,7 @@ DATA_DIR_VARIABLE = "JOSH_RETAIL_DATA"
 
 
 def default_data_dir() -> Path:
-    """``$JOSH_RETAIL_DATA`` if set, else ``envs/retail`` (where ``josh data download-retail`` puts it)."""
+    """``$JOSH_RETAIL_DATA`` if set, else ``envs/retail`` (where ``josh data download retail`` puts it)."""
     return Path(os.environ.get(DATA_DIR_VARIABLE, DEFAULT_DATA_DIR))
 
 

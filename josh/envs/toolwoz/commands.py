@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from josh.envs.toolwoz.data import ToolWOZData
 
 data_app = typer.Typer(
-    help="ToolWOZ data: download, the mini set, the goal generator, statistics.", no_args_is_help=True
+    help="Data: download ToolWOZ/MultiWOZ or tau-bench retail, the mini set, the goal generator, statistics.",
+    no_args_is_help=True,
 )
 console = Console()
 errors = Console(stderr=True, soft_wrap=True)
@@ -25,6 +26,14 @@ errors = Console(stderr=True, soft_wrap=True)
 class Dataset(str, Enum):
     toolwoz = "toolwoz"
     multiwoz = "multiwoz"
+    retail = "retail"
+
+
+DEFAULT_DEST = {
+    Dataset.toolwoz: Path("envs/toolwoz"),
+    Dataset.multiwoz: Path("envs/toolwoz"),
+    Dataset.retail: Path("envs/retail"),
+}
 
 
 def _fail(exc: Exception) -> typer.Exit:
@@ -34,10 +43,17 @@ def _fail(exc: Exception) -> typer.Exit:
 
 @data_app.command()
 def download(
-    dataset: Dataset = typer.Argument(Dataset.toolwoz, help="toolwoz = multiwoz + converted task files"),
-    dest: Path = typer.Option(Path("envs/toolwoz"), "--dest", help="folder to fill"),
+    dataset: Dataset = typer.Argument(
+        Dataset.toolwoz, help="toolwoz = multiwoz + converted task files; retail = tau-bench retail"
+    ),
+    dest: Path | None = typer.Option(None, "--dest", help="folder to fill (default: envs/toolwoz or envs/retail)"),
+    commit: str = typer.Option("", "--commit", help="retail only: tau-bench commit to fetch (default: the pinned one)"),
 ) -> None:
-    """Fetch MultiWOZ 2.1 (dialogues, split lists, databases) from github.com/budzianowski/multiwoz."""
+    """Fetch MultiWOZ 2.1 (github.com/budzianowski/multiwoz) or tau-bench retail (github.com/sierra-research/tau-bench)."""
+    dest = dest or DEFAULT_DEST[dataset]
+    if dataset is Dataset.retail:
+        _download_retail(dest, commit)
+        return
     from josh.envs.toolwoz.download import DownloadError, download_multiwoz, download_toolwoz
     from josh.envs.toolwoz.multiwoz import DataFormatError
 
@@ -49,6 +65,16 @@ def download(
     for name, count in counts.items():
         console.print(f"{name}: {count}")
     console.print(f"[green]ready:[/green] josh data stats {dest}")
+
+
+def _download_retail(dest: Path, commit: str) -> None:
+    from josh.envs.retail.download import UPSTREAM_COMMIT, DownloadError, download_retail
+
+    try:
+        written = download_retail(dest, commit=commit or UPSTREAM_COMMIT)
+    except DownloadError as exc:
+        raise _fail(exc) from exc
+    console.print(f"{len(written)} files written to {dest}; use it with --env retail --data {dest}")
 
 
 @data_app.command()
