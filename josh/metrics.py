@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-import random
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
+import numpy as np
 from pydantic import BaseModel
 
 from josh.conversation import ConversationRecord
@@ -47,26 +47,17 @@ def pass_hat_k(successes_per_task: Sequence[tuple[int, int]], k: int) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def bootstrap(
-    groups: Sequence[Sequence[float]],
-    stat: Callable[[list[float]], float] = lambda xs: sum(xs) / len(xs),
-    *,
-    samples: int = 2000,
-    seed: int = 0,
-) -> Interval:
-    """Percentile bootstrap over groups (tasks), keeping each task's trials together."""
+def bootstrap(groups: Sequence[Sequence[float]], *, samples: int = 2000, seed: int = 0) -> Interval:
+    """Percentile bootstrap 95% interval of the mean, resampling groups (tasks) so a task's trials stay together."""
     flat = [x for g in groups for x in g]
     if not flat:
         return Interval(mean=0.0, low=0.0, high=0.0)
-    rng = random.Random(seed)
-    stats = []
-    for _ in range(samples):
-        draw = [x for _ in groups for x in groups[rng.randrange(len(groups))]]
-        stats.append(stat(draw))
-    stats.sort()
-    return Interval(
-        mean=stat(flat), low=stats[int(0.025 * (samples - 1))], high=stats[math.ceil(0.975 * (samples - 1))]
-    )
+    sums = np.array([sum(g) for g in groups], dtype=float)
+    sizes = np.array([len(g) for g in groups], dtype=float)
+    draws = np.random.default_rng(seed).integers(0, len(groups), size=(samples, len(groups)))
+    means = np.sort(sums[draws].sum(axis=1) / sizes[draws].sum(axis=1))
+    low, high = means[int(0.025 * (samples - 1))], means[math.ceil(0.975 * (samples - 1))]
+    return Interval(mean=sum(flat) / len(flat), low=float(low), high=float(high))
 
 
 def _all_errors(record: ConversationRecord) -> list[ErrorCategory]:
