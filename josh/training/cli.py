@@ -1,0 +1,85 @@
+"""``josh train sft|kto|dpo`` and ``python -m josh.training ...`` (the ``accelerate launch`` entry point).
+
+Heavy imports (torch, transformers, trl) happen inside the commands so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+train_app = typer.Typer(
+    help="Fine-tune an agent on extracted SFT / KTO / DPO data (LoRA, optional 4-bit, TRL + accelerate).",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+
+RecipeOpt = typer.Option(..., "--recipe", "-r", help="recipe YAML, e.g. recipes/tiny-sft.yaml")
+SetOpt = typer.Option(None, "--set", help="override a recipe key, e.g. --set optim.learning_rate=1e-4 (repeatable)")
+DataOpt = typer.Option(None, "--data", help="training JSONL (overrides the recipe's data)")
+OutputOpt = typer.Option(None, "--output", "-o", help="run folder (default: <output_dir>/<run_name> from the recipe)")
+ResumeOpt = typer.Option(False, "--resume", help="continue from the last checkpoint-N in the run folder")
+
+
+def run_command(method: str, recipe: Path, overrides: list[str], data: Path | None, output: Path | None, resume: bool):
+    """Load and check the recipe, train, and turn every input problem into one red line and exit code 2."""
+    from rich.console import Console
+
+    from josh.llm.models import ModelNotFoundError
+    from josh.recipes import RecipeError, load_recipe
+    from josh.training.data import DatasetError
+    from josh.training.model import TemplateError
+    from josh.training.runner import RunExistsError, train
+
+    console = Console(stderr=True)
+    try:
+        loaded = load_recipe(recipe, overrides)
+        if "method" in loaded.model_fields_set and loaded.method != method:
+            raise RecipeError(f"{recipe} is a {loaded.method} recipe; run `josh train {loaded.method}` instead")
+        loaded.method = method
+        if data is not None:
+            loaded.data = data
+        if output is not None:
+            loaded.output_dir, loaded.run_name = output.parent, output.name
+        run_dir = train(loaded, resume=resume)
+    except (RecipeError, DatasetError, ModelNotFoundError, TemplateError, RunExistsError, ImportError) as exc:
+        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(2) from None
+    console.print(f"[green]done:[/green] {run_dir}")
+
+
+@train_app.command()
+def sft(
+    recipe: Path = RecipeOpt,
+    overrides: list[str] = SetOpt,
+    data: Path = DataOpt,
+    output: Path = OutputOpt,
+    resume: bool = ResumeOpt,
+) -> None:
+    """Supervised fine-tuning on whole conversations (loss on assistant tokens only)."""
+    run_command("sft", recipe, overrides or [], data, output, resume)
+
+
+@train_app.command()
+def kto(
+    recipe: Path = RecipeOpt,
+    overrides: list[str] = SetOpt,
+    data: Path = DataOpt,
+    output: Path = OutputOpt,
+    resume: bool = ResumeOpt,
+) -> None:
+    """KTO on good/bad agent turns (reference = the policy without its adapter)."""
+    run_command("kto", recipe, overrides or [], data, output, resume)
+
+
+@train_app.command()
+def dpo(
+    recipe: Path = RecipeOpt,
+    overrides: list[str] = SetOpt,
+    data: Path = DataOpt,
+    output: Path = OutputOpt,
+    resume: bool = ResumeOpt,
+) -> None:
+    """DPO on chosen/rejected agent turns."""
+    run_command("dpo", recipe, overrides or [], data, output, resume)

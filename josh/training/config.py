@@ -1,0 +1,52 @@
+"""Recipe → TRL/transformers training arguments shared by SFT, KTO and DPO."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from josh.recipes import RecipeError, TrainRecipe
+
+
+def check_report_to(report_to: list[str]) -> None:
+    """Fail early when a logger is requested but not installed (wandb is optional, never required)."""
+    for name in report_to:
+        if (
+            name in ("wandb", "tensorboard")
+            and importlib.util.find_spec("wandb" if name == "wandb" else "tensorboard") is None
+        ):
+            extra = "pip install 'josh[wandb]'" if name == "wandb" else "pip install tensorboard"
+            raise RecipeError(f"report_to lists {name!r} but it is not installed: {extra}, or drop it")
+
+
+def base_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
+    """Keyword arguments every TRL config (``SFTConfig``, ``KTOConfig``, ``DPOConfig``) accepts."""
+    opt = recipe.optim
+    return {
+        "output_dir": str(output_dir),
+        "run_name": recipe.resolved_run_name,
+        "seed": recipe.seed,
+        "num_train_epochs": opt.epochs,
+        "max_steps": opt.max_steps,
+        "learning_rate": opt.learning_rate,
+        "per_device_train_batch_size": opt.per_device_batch_size,
+        "gradient_accumulation_steps": opt.gradient_accumulation_steps,
+        "warmup_steps": int(opt.warmup) if opt.warmup >= 1 else opt.warmup,
+        "lr_scheduler_type": opt.lr_scheduler,
+        "weight_decay": opt.weight_decay,
+        "max_grad_norm": opt.max_grad_norm,
+        "optim": opt.optim,
+        "bf16": opt.bf16,
+        "gradient_checkpointing": opt.gradient_checkpointing,
+        "logging_steps": opt.logging_steps,
+        "logging_first_step": True,
+        "save_strategy": "steps",
+        "save_steps": opt.save_steps,
+        "save_total_limit": opt.save_total_limit,
+        "report_to": recipe.report_to or "none",
+        "include_num_input_tokens_seen": "non_padding",
+        "max_length": recipe.max_length,
+        "dataset_num_proc": None,
+        "disable_tqdm": False,
+    }

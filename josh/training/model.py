@@ -1,0 +1,148 @@
+"""Shared loading for every trainer: tokenizer with a training chat template, base model (optionally 4-bit NF4),
+and the PEFT LoRA config."""
+
+from __future__ import annotations
+
+import importlib.resources
+from pathlib import Path
+from typing import Any
+
+from josh.llm.models import ModelNotFoundError, resolve_model
+from josh.recipes import LoraSpec, QuantizationSpec, TrainRecipe
+
+
+class TemplateError(ValueError):
+    """The model's chat template cannot mark assistant tokens and no training template is known for it."""
+
+
+def has_generation_markers(template: str | None) -> bool:
+    return bool(template) and "{% generation %}" in template.replace("{%-", "{%").replace("-%}", "%}")
+
+
+def bundled_template(name: str) -> str:
+    """A training template shipped in ``josh/training/templates``."""
+    return importlib.resources.files("josh.training").joinpath(f"templates/{name}").read_text()
+
+
+def _is_llama3(template: str) -> bool:
+    return "<|start_header_id|>" in template and "<|eot_id|>" in template
+
+
+def training_template(tokenizer: Any, override: str | Path | None = None) -> str | None:
+    """The chat template to train with, or None when the model has none that marks assistant tokens.
+
+    Order: an explicit file; the model's own template when it already has generation markers; josh's Llama-3
+    template (it also renders tools, which the stock Llama-3.0 template drops); TRL's patched template for the
+    families it knows.
+    """
+    if override is not None:
+        path = Path(override)
+        if not path.is_file():
+            raise TemplateError(f"model.chat_template file not found: {path}")
+        return path.read_text()
+    current = tokenizer.chat_template
+    if isinstance(current, dict):
+        current = current.get("default")
+    if has_generation_markers(current):
+        return current
+    if current and _is_llama3(current):
+        return bundled_template("llama3_tools.jinja")
+    if current:
+        from trl.chat_template_utils import get_training_chat_template
+
+        return get_training_chat_template(tokenizer)
+    return None
+
+
+def load_tokenizer(recipe: TrainRecipe, *, need_masks: bool) -> Any:
+    """Tokenizer with a pad token and the training template installed (saved with the adapter, so inference
+    renders exactly what training saw)."""
+    from transformers import AutoTokenizer
+
+    path = model_path(recipe.model.name)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except OSError as exc:
+        raise ModelNotFoundError(f"cannot load the tokenizer of {recipe.model.name!r}: {exc}") from None
+    template = training_template(tokenizer, recipe.model.chat_template)
+    if template is None and need_masks:
+        raise TemplateError(
+            f"the chat template of {recipe.model.name!r} has no {{% generation %}} markers and josh knows no training "
+            "template for it: give one with model.chat_template=PATH, or set sft.assistant_only_loss=false"
+        )
+    if template is not None:
+        tokenizer.chat_template = template
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def model_path(name: str) -> str:
+    """Resolve a model name (alias, local folder or hub id); a path that does not exist is an error here."""
+    if name.startswith((".", "/", "~")) and not Path(name).expanduser().is_dir():
+        raise ModelNotFoundError(f"model folder not found: {name}")
+    return resolve_model(name)
+
+
+def torch_dtype(name: str) -> Any:
+    import torch
+
+    return "auto" if name == "auto" else getattr(torch, name)
+
+
+def quantization_config(spec: QuantizationSpec) -> Any:
+    """bitsandbytes 4-bit config (NF4 + double quant + bf16 compute by default), or None."""
+    if not spec.load_in_4bit:
+        return None
+    from transformers import BitsAndBytesConfig
+
+    try:
+        import bitsandbytes  # noqa: F401
+    except ImportError:
+        raise ImportError("quantization.load_in_4bit needs bitsandbytes: pip install 'josh[train]'") from None
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type=spec.quant_type,
+        bnb_4bit_use_double_quant=spec.double_quant,
+        bnb_4bit_compute_dtype=torch_dtype(spec.compute_dtype),
+    )
+
+
+def load_model(recipe: TrainRecipe) -> Any:
+    """The base causal LM, in 4-bit when asked (bitsandbytes 4-bit also runs on CPU, slowly)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    kwargs: dict[str, Any] = {"dtype": torch_dtype(recipe.model.dtype)}
+    if recipe.model.attn_implementation:
+        kwargs["attn_implementation"] = recipe.model.attn_implementation
+    quant = quantization_config(recipe.quantization)
+    if quant is not None:
+        kwargs["quantization_config"] = quant
+        if not torch.cuda.is_available():
+            kwargs["device_map"] = "cpu"
+    try:
+        model = AutoModelForCausalLM.from_pretrained(model_path(recipe.model.name), **kwargs)
+    except OSError as exc:
+        raise ModelNotFoundError(f"cannot load model {recipe.model.name!r}: {exc}") from None
+    if quant is not None:
+        from peft import prepare_model_for_kbit_training
+
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=recipe.optim.gradient_checkpointing)
+    return model
+
+
+def lora_config(spec: LoraSpec) -> Any:
+    """PEFT ``LoraConfig`` for a causal LM, or None when LoRA is off."""
+    if not spec.enabled:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=spec.r,
+        lora_alpha=spec.alpha,
+        lora_dropout=spec.dropout,
+        target_modules=spec.target_modules,
+        bias=spec.bias,
+        task_type="CAUSAL_LM",
+    )

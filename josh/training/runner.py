@@ -1,0 +1,141 @@
+"""Run one fine-tune end to end and lay out ``checkpoints/<run>/``.
+
+The run folder holds the adapter (or full weights), the tokenizer with the template it was trained with, the
+resolved ``recipe.yaml``, ``metrics.json`` (loss curve, tokens, runtime, tokens/s) and the trainer's
+``checkpoint-N/`` folders that ``--resume`` continues from. Every input is checked before a model is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from josh.recipes import RecipeError, TrainRecipe
+from josh.training import data as data_mod
+
+
+class RunExistsError(FileExistsError):
+    """The run folder already holds a trained run and ``--resume`` was not given."""
+
+
+def last_checkpoint(run_dir: Path) -> Path | None:
+    """The ``checkpoint-N`` folder with the highest N, if any."""
+    steps = [
+        (int(p.name.split("-", 1)[1]), p)
+        for p in run_dir.glob("checkpoint-*")
+        if p.is_dir() and p.name.split("-", 1)[1].isdigit()
+    ]
+    return max(steps)[1] if steps else None
+
+
+def _trainer_module(method: str) -> Any:
+    from josh.training import dpo, kto, sft
+
+    return {"sft": sft, "kto": kto, "dpo": dpo}[method]
+
+
+def _portable_base(name: str) -> str:
+    """What an adapter should name as its base: an absolute folder, or the alias / hub id as given."""
+    path = Path(name).expanduser()
+    return str(path.resolve()) if path.is_dir() else name
+
+
+def _metrics_callback() -> Any:
+    from transformers import TrainerCallback
+
+    class MetricsCallback(TrainerCallback):
+        """Collects every log line and the tokens seen during this session."""
+
+        def __init__(self) -> None:
+            self.history: list[dict[str, Any]] = []
+            self.tokens_at_start = 0
+            self.started = 0.0
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.tokens_at_start = state.num_input_tokens_seen
+            self.started = time.perf_counter()
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                self.history.append({"step": state.global_step, **logs})
+
+    return MetricsCallback()
+
+
+def prepare(recipe: TrainRecipe, *, resume: bool) -> tuple[list[dict[str, Any]], Any, Path | None]:
+    """Everything that can fail cheaply: data, method checks, tokenizer, lengths, the run folder."""
+    from josh.training.config import check_report_to
+    from josh.training.model import load_tokenizer
+
+    if recipe.data is None:
+        raise RecipeError("no training data: set data in the recipe or pass --data PATH")
+    check_report_to(recipe.report_to)
+    rows = data_mod.read_rows(recipe.data, recipe.method)
+    if recipe.method == "kto":
+        _trainer_module("kto").validate(recipe, rows)
+    tokenizer = load_tokenizer(recipe, need_masks=recipe.method == "sft" and recipe.sft.assistant_only_loss)
+    rows, dropped = data_mod.drop_overlong(
+        rows, lambda r: data_mod.rendered_length(tokenizer, r, recipe.method), recipe.max_length, recipe.data
+    )
+    if dropped:
+        print(f"skipped {dropped} row(s) longer than max_length={recipe.max_length} tokens (never truncated)")
+    if recipe.method == "kto":
+        _trainer_module("kto").validate(recipe, rows)
+        data_mod.check_kto_labels(rows, recipe.data)
+    run_dir = recipe.run_dir
+    checkpoint = last_checkpoint(run_dir) if run_dir.is_dir() else None
+    if resume and checkpoint is None:
+        raise RunExistsError(f"--resume: no checkpoint-N folder in {run_dir} to resume from")
+    if not resume and (checkpoint is not None or (run_dir / "metrics.json").exists()):
+        raise RunExistsError(f"{run_dir} already holds a run: pass --resume, or choose another --output / run_name")
+    return rows, tokenizer, checkpoint
+
+
+def train(recipe: TrainRecipe, *, resume: bool = False) -> Path:
+    """Train per ``recipe`` and return the run folder."""
+    from accelerate import PartialState
+
+    from josh.training.model import load_model
+
+    rows, tokenizer, checkpoint = prepare(recipe, resume=resume)
+    run_dir = recipe.run_dir
+    main = PartialState().is_main_process
+    if main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "recipe.yaml").write_text(recipe.to_yaml())
+    callback = _metrics_callback()
+    trainer = _trainer_module(recipe.method).build_trainer(
+        recipe, rows, load_model(recipe), tokenizer, run_dir, [callback]
+    )
+    result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    trainer.save_model(str(run_dir))
+    if main:
+        _finish(recipe, run_dir, trainer, result, callback, len(rows), checkpoint)
+    return run_dir
+
+
+def _finish(
+    recipe: TrainRecipe, run_dir: Path, trainer: Any, result: Any, callback: Any, rows: int, checkpoint: Path | None
+) -> None:
+    adapter_config = run_dir / "adapter_config.json"
+    if adapter_config.is_file():
+        config = json.loads(adapter_config.read_text())
+        config["base_model_name_or_path"] = _portable_base(recipe.model.name)
+        adapter_config.write_text(json.dumps(config, indent=2))
+    runtime = time.perf_counter() - callback.started
+    tokens = trainer.state.num_input_tokens_seen - callback.tokens_at_start
+    metrics = {
+        "method": recipe.method,
+        "rows": rows,
+        "global_step": trainer.state.global_step,
+        "resumed_from": checkpoint.name if checkpoint else None,
+        "train_loss": result.training_loss,
+        "train_runtime_s": runtime,
+        "tokens": tokens,
+        "tokens_per_second": tokens / runtime if runtime > 0 else None,
+        "trainer_metrics": result.metrics,
+        "loss_curve": callback.history,
+    }
+    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
