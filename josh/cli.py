@@ -37,6 +37,10 @@ USER = typer.Option(
 USER_BACKEND = typer.Option(None, help="user LLM backend (default: the agent's)")
 USER_MODEL = typer.Option(None, help="user LLM model (default: the agent's; the same pair shares one backend)")
 LIMIT = typer.Option(None, min=1, help="only the first N tasks of the split")
+BASE_URL = typer.Option(None, help="OpenAI-compatible endpoint of the agent's openai backend, e.g. http://HOST:8000/v1")
+USER_BASE_URL = typer.Option(
+    None, help="endpoint of the user's openai backend (default: --base-url when the user shares the agent's model)"
+)
 TEMPERATURE = typer.Option(None, min=0.0, help="agent sampling temperature (default: the agent's)")
 MAX_NEW_TOKENS = typer.Option(None, min=1, help="agent max new tokens per generation (default: the agent's)")
 
@@ -74,14 +78,23 @@ def rollout(
     user: str = USER,
     user_backend: str | None = USER_BACKEND,
     user_model: str | None = USER_MODEL,
+    base_url: str | None = BASE_URL,
+    user_base_url: str | None = USER_BASE_URL,
     temperature: float | None = TEMPERATURE,
     max_new_tokens: int | None = MAX_NEW_TOKENS,
     beam: int = typer.Option(8, min=1, help="most live leaves per task"),
     branching: int = typer.Option(2, min=1, help="agent turns sampled per leaf while the beam has room"),
     max_depth: int = typer.Option(15, min=1, help="most agent turns per conversation"),
     limit: int | None = LIMIT,
-    concurrency: int = typer.Option(16, min=1, help="tasks searched at the same time"),
+    concurrency: int = typer.Option(16, min=1, help="tasks searched at the same time (per actor with --ray)"),
     progress: bool = typer.Option(True, help="show the progress bar"),
+    ray_address: str | None = typer.Option(
+        None, "--ray", help="run on Ray actors: 'local' starts a cluster here; 'auto', HOST:6379 or ray://HOST:10001"
+    ),
+    actors: int = typer.Option(2, min=1, help="--ray: actors, each with its own backend"),
+    gpus_per_actor: float = typer.Option(0.0, min=0.0, help="--ray: GPUs per actor (1 = one vLLM engine per GPU)"),
+    cpus_per_actor: float = typer.Option(1.0, min=0.0, help="--ray: CPUs per actor"),
+    max_attempts: int = typer.Option(3, min=1, help="--ray: tries per task when actors die under it"),
 ) -> None:
     """JOSH beam search over a task split; one tree per task streamed to OUT/trees.jsonl (resumable)."""
     from josh.rollout import RolloutConfig, RolloutOptions, rollout_from_options
@@ -91,13 +104,23 @@ def rollout(
         components = _components(
             env=env, data=data, split=split, agent=agent, backend=backend, model=model, user=user,
             user_backend=user_backend, user_model=user_model, limit=limit,
+            base_url=base_url, user_base_url=user_base_url,
             temperature=temperature, max_new_tokens=max_new_tokens,
         )  # fmt: skip
         search = SearchConfig(max_beam=beam, branching=branching, max_depth=max_depth)
         options = RolloutOptions(
             out=out, components=components, rollout=RolloutConfig(search=search, concurrency=concurrency)
         )
-        stats = rollout_from_options(options, progress=progress)
+        if ray_address is None:
+            stats = rollout_from_options(options, progress=progress)
+        else:
+            from josh.distributed import RayOptions, rollout_on_ray
+
+            ray_options = RayOptions(
+                address=ray_address, actors=actors, gpus_per_actor=gpus_per_actor,
+                cpus_per_actor=cpus_per_actor, max_attempts=max_attempts,
+            )  # fmt: skip
+            stats = rollout_on_ray(options, ray_options, progress=progress)
     except (ValueError, OSError) as exc:
         raise _fail(exc) from exc
     typer.echo(
@@ -119,6 +142,8 @@ def eval_(
     user: str = USER,
     user_backend: str | None = USER_BACKEND,
     user_model: str | None = USER_MODEL,
+    base_url: str | None = BASE_URL,
+    user_base_url: str | None = USER_BASE_URL,
     temperature: float | None = TEMPERATURE,
     max_new_tokens: int | None = MAX_NEW_TOKENS,
     trials: int = typer.Option(1, min=1, help="conversations per task (pass^k for k = 1..trials)"),
@@ -138,6 +163,7 @@ def eval_(
         options = _components(
             env=env, data=data, split=split, agent=agent, backend=backend, model=model, user=user,
             user_backend=user_backend, user_model=user_model, limit=limit,
+            base_url=base_url, user_base_url=user_base_url,
             temperature=temperature, max_new_tokens=max_new_tokens,
         )  # fmt: skip
         built = build_components(options)
@@ -180,6 +206,55 @@ def extract(
         f"{stats.accepted}/{stats.trees} trees used: {stats.sft} SFT, {stats.kto_desirable} good + "
         f"{stats.kto_undesirable} bad KTO, {stats.dpo} DPO rows -> {out_dir}"
     )
+
+
+@app.command()
+def view(
+    run: str = typer.Argument(..., help="rollout run folder (or its trees.jsonl)"),
+    task: str | None = typer.Option(None, "--task", help="one task's tree page (default: every task plus an index)"),
+    out: str | None = typer.Option(
+        None, "--out", help="HTML file to write (default: RUN/view/<task>.html or RUN/view/index.html)"
+    ),
+    open_: bool = typer.Option(False, "--open", help="open the page in the default browser"),
+) -> None:
+    """Self-contained HTML of JOSH search trees: ideal path, partial and pruned branches, tool calls."""
+    from josh.view import open_in_browser, write_index, write_task
+
+    try:
+        if task is not None:
+            page = write_task(run, task, out)
+            typer.echo(f"tree of {task} -> {page}")
+        else:
+            page, rows = write_index(run, out)
+            unreadable = sum(1 for r in rows if r.page is None)
+            typer.echo(f"{len(rows)} tasks ({unreadable} unreadable) -> {page}")
+    except (ValueError, OSError) as exc:
+        raise _fail(exc) from exc
+    if open_ and not open_in_browser(page):
+        typer.echo(f"no browser could be started; open {page.resolve().as_uri()}")
+
+
+@app.command("loop")
+def loop_(
+    recipe: str = typer.Option(..., "--recipe", "-r", help="loop recipe YAML, e.g. recipes/demo-cpu.yaml"),
+    overrides: list[str] = typer.Option(None, "--set", help="override a recipe key, e.g. --set rounds=2"),
+    progress: bool = typer.Option(True, help="show progress bars"),
+) -> None:
+    """Self-train: baseline eval, warm start, rounds of rollouts -> extract -> SFT/KTO -> eval, report (resumable)."""
+    from josh.demo import run_with_table
+
+    run_with_table(recipe, overrides or [], progress=progress)
+
+
+@app.command()
+def demo(
+    overrides: list[str] = typer.Option(None, "--set", help="override a key of recipes/demo-cpu.yaml"),
+    progress: bool = typer.Option(True, help="show progress bars"),
+) -> None:
+    """The CPU demo: JOSH self-training of SmolLM2-135M on the mini ToolWOZ set (offline, about 20 minutes)."""
+    from josh.demo import demo_recipe, run_with_table
+
+    run_with_table(str(demo_recipe()), overrides or [], progress=progress)
 
 
 def _register_data() -> None:

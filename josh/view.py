@@ -1,0 +1,392 @@
+"""``josh view``: self-contained HTML pages of JOSH search trees, to see why a path won.
+
+A tree page lays out every node (one agent turn and the user's reply) as a tree, root first. Each node carries its
+flags as a colour and a text label (ideal, partial credit, pruned, dead, ended, not scored), the goals it
+completed, its error categories and its LLM calls and tokens; tool calls and their results fold out. ReACT text
+(PLAN / APICALL / SPEAK) is split into its commands. The index page lists every task of a run with links to its
+tree page. Pages need no network: CSS and a little JavaScript are inline. All model, user and tool text is
+untrusted: the templates escape everything (jinja2 autoescape) and no data is ever placed inside a script.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import webbrowser
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from pydantic import ValidationError
+
+from josh.agents.parsing import split_commands
+from josh.jsonl import CorruptLineError, iter_jsonl
+from josh.tree import Node, Tree
+from josh.types import Goal, Message
+
+TREES_FILE = "trees.jsonl"
+VIEW_DIR = "view"
+INDEX_FILE = "index.html"
+_RESULT_PREFIX = "APIRETURN"
+_FEEDBACK_PREFIX = "FEEDBACK"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@dataclass
+class Step:
+    """One readable piece of an agent turn.
+
+    ``kind`` is ``plan``, ``call``, ``speak``, ``result`` (a tool result no call claimed), ``feedback`` (a parse
+    error told to the agent) or ``text`` (anything else the agent wrote)."""
+
+    kind: str
+    body: str = ""
+    name: str = ""
+    arguments: str = ""
+    result: str | None = None
+
+
+@dataclass
+class NodeView:
+    """A node with what the page shows about it, and its children (ideal child first)."""
+
+    node: Node
+    steps: list[Step]
+    status: str
+    goals: list[str]
+    children: list[NodeView] = field(default_factory=list)
+
+
+@dataclass
+class IndexRow:
+    """One task's line in the index; ``page`` is None when its record could not be read."""
+
+    task_id: str
+    page: str | None
+    reward: float = 0.0
+    max_reward: float = 0.0
+    success: bool = False
+    n_goals: int = 0
+    nodes: int = 0
+    ideal: int = 0
+    llm_calls: int = 0
+    tokens: int = 0
+    dead: int = 0
+    error: str | None = None
+
+
+def _pretty(text: str | None) -> str:
+    """Indent JSON text for reading; anything else is returned unchanged."""
+    if not text:
+        return text or ""
+    stripped = text.strip()
+    if stripped[:1] not in "[{":
+        return text
+    try:
+        return json.dumps(json.loads(stripped), indent=1, ensure_ascii=False)
+    except (json.JSONDecodeError, RecursionError):
+        return text
+
+
+def _args(arguments: dict[str, Any] | str) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def _react_call(body: str) -> tuple[str, str]:
+    """Name and argument text of an APICALL body (the raw body as arguments when it is not a call object)."""
+    try:
+        obj = json.loads(body)
+    except (json.JSONDecodeError, RecursionError):
+        return "", body
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        return "", body
+    args = obj.get("arguments", obj.get("parameters", {}))
+    return obj["name"], _args(args)
+
+
+def _react_steps(text: str, reply: str | None) -> list[Step]:
+    if reply is not None and text.strip() == reply.strip():
+        return [Step("speak", text)]
+    commands = split_commands(text)
+    if not commands:
+        return [Step("text", text)]
+    steps = [Step("text", text[: commands[0].start].strip())] if text[: commands[0].start].strip() else []
+    for command in commands:
+        if command.kind == "APICALL":
+            name, arguments = _react_call(command.body)
+            steps.append(Step("call", name=name, arguments=arguments, body=command.body))
+        else:
+            steps.append(Step("plan" if command.kind == "PLAN" else "speak", command.body))
+    return steps
+
+
+def _attach_react_results(steps: list[Step], content: str) -> bool:
+    """Give the APICALLs just shown their APIRETURN lines, when there is one line per call."""
+    lines = [ln[len(_RESULT_PREFIX) :].strip() for ln in content.splitlines() if ln.startswith(_RESULT_PREFIX)]
+    pending = []
+    for step in reversed(steps):
+        if step.kind != "call" or step.result is not None:
+            break
+        pending.append(step)
+    if not pending or len(pending) != len(lines) or len(lines) != len(content.splitlines()):
+        return False
+    for step, line in zip(reversed(pending), lines, strict=True):
+        step.result = _pretty(line)
+    return True
+
+
+def turn_steps(messages: list[Message], reply: str | None) -> list[Step]:
+    """The readable steps of one agent turn: native or ReACT tool calls paired with their results."""
+    steps: list[Step] = []
+    by_call: dict[str, Step] = {}
+    for msg in messages:
+        content = msg.content or ""
+        if msg.role == "assistant":
+            if content.strip():
+                steps.extend(_react_steps(content, reply))
+            for call in msg.tool_calls or ():
+                step = Step("call", name=call.name, arguments=_args(call.arguments))
+                by_call[call.id] = step
+                steps.append(step)
+        elif msg.role == "tool" and msg.tool_call_id in by_call and by_call[msg.tool_call_id].result is None:
+            by_call[msg.tool_call_id].result = _pretty(content)
+        elif content.startswith(_FEEDBACK_PREFIX):
+            steps.append(Step("feedback", content))
+        elif not (content.startswith(_RESULT_PREFIX) and _attach_react_results(steps, content)):
+            steps.append(Step("result", _pretty(content)))
+    if reply is not None and not any(s.kind == "speak" for s in steps):
+        steps.append(Step("speak", reply))
+    return steps
+
+
+def _status(node: Node, root: bool) -> str:
+    if node.ideal:
+        return "ideal"
+    if node.partial:
+        return "partial"
+    if node.pruned:
+        return "pruned"
+    return "root" if root else "unscored"
+
+
+def goal_text(goal: Goal) -> str:
+    """A goal call written as ``name(slot=value, ...)``."""
+    params = ", ".join(f"{k}={v}" for k, v in goal.parameters.items())
+    return f"{goal.name}({params})"
+
+
+def _goal_label(tree: Tree, index: int) -> str:
+    name = goal_text(tree.goals[index]) if 0 <= index < len(tree.goals) else "unknown goal"
+    return f"goal {index + 1}: {name}"
+
+
+def build_views(tree: Tree) -> list[NodeView]:
+    """The node views of ``tree`` as a forest: normally one root; a node whose parent is missing becomes a root
+    too, so nothing in a damaged record is hidden. Raises ``ValueError`` for repeated ids or a parent cycle."""
+    views = {
+        n.id: NodeView(
+            node=n,
+            steps=turn_steps(n.messages, n.reply),
+            status=_status(n, n.parent is None),
+            goals=[_goal_label(tree, g) for g in n.goals],
+        )
+        for n in tree.nodes
+    }
+    if len(views) != len(tree.nodes):
+        raise ValueError(f"tree {tree.task_id}: node ids repeat")
+    roots: list[NodeView] = []
+    for n in tree.nodes:
+        parent = views.get(n.parent) if n.parent is not None else None
+        (parent.children if parent else roots).append(views[n.id])
+    reached, stack = 0, list(roots)
+    while stack:
+        view = stack.pop()
+        reached += 1
+        view.children.sort(key=lambda v: not v.node.ideal)
+        stack.extend(view.children)
+    if reached != len(views):
+        raise ValueError(f"tree {tree.task_id}: node parents form a cycle")
+    return roots
+
+
+def _ideal_ids(roots: list[NodeView]) -> list[int]:
+    """The ideal path, root first, following ideal children; empty when nothing was rewarded."""
+    path: list[int] = []
+    view = next((r for r in roots if r.node.ideal), None)
+    while view is not None:
+        path.append(view.node.id)
+        view = next((c for c in view.children if c.node.ideal), None)
+    return path
+
+
+def _goal_rows(tree: Tree) -> list[dict[str, Any]]:
+    """Each goal with the ideal node that completed it and the other nodes that reached it."""
+    rows = []
+    for i, goal in enumerate(tree.goals):
+        reached = [n for n in tree.nodes if i in n.goals]
+        rows.append(
+            {
+                "index": i + 1,
+                "goal": goal,
+                "text": goal_text(goal),
+                "ideal": [n.id for n in reached if n.ideal],
+                "other": [n.id for n in reached if not n.ideal],
+            }
+        )
+    return rows
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("josh", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+def render_tree(tree: Tree, *, index_href: str | None = None) -> str:
+    """The HTML page of one tree; ``ValueError`` when its nodes do not form a tree."""
+    roots = build_views(tree)
+    counts = {
+        flag: sum(1 for n in tree.nodes if getattr(n, flag)) for flag in ("ideal", "partial", "pruned", "dead", "ended")
+    }
+    return (
+        _environment()
+        .get_template("view_tree.html.jinja")
+        .render(
+            tree=tree,
+            roots=roots,
+            ideal_path=_ideal_ids(roots),
+            goals=_goal_rows(tree),
+            counts=counts,
+            tool_names=[str((t.get("function") or t).get("name", "?")) for t in tree.tools],
+            index_href=index_href,
+        )
+    )
+
+
+def render_index(run: str, rows: list[IndexRow]) -> str:
+    """The HTML index of a run's trees."""
+    return _environment().get_template("view_index.html.jinja").render(run=run, rows=rows)
+
+
+def trees_path(run: str | Path) -> Path:
+    """The ``trees.jsonl`` of a run folder (or the file itself); raises ``ValueError`` when there is none."""
+    path = Path(run)
+    if path.is_dir():
+        path = path / TREES_FILE
+    if not path.is_file():
+        raise ValueError(f"no {TREES_FILE} at {path}: pass a rollout run folder or its {TREES_FILE}")
+    return path
+
+
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        yield from iter_jsonl(path)
+    except CorruptLineError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def _parse(record: dict[str, Any], where: Path) -> Tree:
+    try:
+        return Tree.model_validate(record)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ValueError(
+            f"{where}: task {record.get('task_id')!r} is not a tree record ({loc}: {first['msg']})"
+        ) from exc
+
+
+def load_tree(run: str | Path, task_id: str) -> Tree:
+    """The tree of ``task_id`` in a run (read line by line); a clear ``ValueError`` when it is not there."""
+    path = trees_path(run)
+    seen: list[str] = []
+    for record in _records(path):
+        if str(record.get("task_id")) == task_id:
+            return _parse(record, path)
+        seen.append(str(record.get("task_id")))
+    examples = ", ".join(seen[:5]) + (", ..." if len(seen) > 5 else "")
+    raise ValueError(f"task {task_id!r} is not in {path} ({len(seen)} tasks: {examples or 'none'})")
+
+
+def page_name(task_id: str) -> str:
+    """A file name for a task's page, safe on every file system and distinct for distinct task ids."""
+    safe = _UNSAFE.sub("_", task_id).strip("._")[:80]
+    if safe == task_id and safe:
+        return f"{safe}.html"
+    digest = hashlib.sha1(task_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{safe or 'task'}-{digest}.html"
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half a page."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8", errors="surrogateescape")
+    os.replace(tmp, path)
+
+
+def _row(tree: Tree, page: str) -> IndexRow:
+    return IndexRow(
+        task_id=tree.task_id,
+        page=page,
+        reward=tree.reward,
+        max_reward=tree.max_reward,
+        success=tree.success,
+        n_goals=tree.n_goals,
+        nodes=len(tree.nodes),
+        ideal=sum(1 for n in tree.nodes if n.ideal),
+        llm_calls=tree.stats.llm_calls,
+        tokens=tree.stats.prompt_tokens + tree.stats.completion_tokens,
+        dead=sum(1 for n in tree.nodes if n.dead),
+        error=tree.error,
+    )
+
+
+def write_index(run: str | Path, out: str | Path | None = None) -> tuple[Path, list[IndexRow]]:
+    """Write every task's page and the index (default ``<run>/view/index.html``); returns the index path and rows.
+
+    A record that is not a valid tree gets an index row saying why, and no page; the other tasks still render."""
+    path = trees_path(run)
+    index = Path(out) if out else path.parent / VIEW_DIR / INDEX_FILE
+    rows: list[IndexRow] = []
+    written: set[str] = set()
+    for record in _records(path):
+        task_id = str(record.get("task_id"))
+        page = page_name(task_id)
+        if page in written:
+            rows.append(IndexRow(task_id=task_id, page=None, error="duplicate record: the first one is shown"))
+            continue
+        try:
+            tree = _parse(record, path)
+            html = render_tree(tree, index_href=index.name)
+        except ValueError as exc:
+            rows.append(IndexRow(task_id=task_id, page=None, error=f"unreadable record: {exc}"))
+            continue
+        written.add(page)
+        _write(index.parent / page, html)
+        rows.append(_row(tree, page))
+    _write(index, render_index(str(run), rows))
+    return index, rows
+
+
+def write_task(run: str | Path, task_id: str, out: str | Path | None = None) -> Path:
+    """Write one task's page (default ``<run>/view/<task>.html``) and return its path."""
+    tree = load_tree(run, task_id)
+    page = Path(out) if out else trees_path(run).parent / VIEW_DIR / page_name(task_id)
+    _write(page, render_tree(tree))
+    return page
+
+
+def open_in_browser(page: Path) -> bool:
+    """Open a written page in the default browser; False when no browser could be started."""
+    return webbrowser.open(page.resolve().as_uri())
