@@ -34,6 +34,10 @@ class ComponentOptions(BaseModel):
     user: str = "agenda"
     user_backend: str | None = None
     user_model: str | None = None
+    base_url: str | None = Field(None, description="the agent's OpenAI-compatible endpoint (openai backend)")
+    user_base_url: str | None = Field(
+        None, description="the user's endpoint (default: base_url when the user shares the agent's backend and model)"
+    )
     limit: int | None = Field(None, ge=1)
     agent_sampling: Sampling | None = None
     user_sampling: Sampling | None = None
@@ -76,17 +80,24 @@ def build_components(options: ComponentOptions) -> Components:
 
     env = build_env(options.env, options.data)
     tasks = env.tasks(options.split)[: options.limit]
-    llms: dict[tuple[str, str | None], LLM] = {}
+    llms: dict[tuple[str, str | None, str | None], LLM] = {}
 
-    def llm_for(backend: str, model: str | None) -> LLM:
-        if (backend, model) not in llms:
-            llms[(backend, model)] = make_llm(backend, model)
-        return llms[(backend, model)]
+    def llm_for(backend: str, model: str | None, base_url: str | None) -> LLM:
+        key = (backend, model, base_url)
+        if base_url and backend != "openai":
+            raise ValueError(f"a base URL ({base_url}) only applies to the openai backend, not {backend!r}")
+        if key not in llms:
+            llms[key] = make_llm(backend, model, **({"base_url": base_url} if base_url else {}))
+        return llms[key]
 
-    agent_llm = None if options.agent in LLM_FREE_AGENTS else llm_for(options.backend, options.model)
+    agent_llm = None
+    if options.agent not in LLM_FREE_AGENTS:
+        agent_llm = llm_for(options.backend, options.model, options.base_url)
     user_llm = None
     if options.user not in LLM_FREE_USERS:
-        user_llm = llm_for(options.user_backend or options.backend, options.user_model or options.model)
+        shared = options.user_backend is None and options.user_model is None
+        user_url = options.user_base_url or (options.base_url if shared else None)
+        user_llm = llm_for(options.user_backend or options.backend, options.user_model or options.model, user_url)
     agent_opts = {"sampling": options.agent_sampling} if options.agent_sampling and agent_llm else {}
     user_opts = {"sampling": options.user_sampling} if options.user_sampling and user_llm else {}
     agent = make_agent(options.agent, env, agent_llm, **agent_opts)

@@ -104,6 +104,15 @@ def summarize(trees_path: Path) -> RunStats:
     return stats
 
 
+def write_stats(out: Path, start: float, skipped: int) -> RunStats:
+    """Summarise ``out/trees.jsonl`` into ``out/stats.json`` for a session that began at ``start`` (perf_counter)."""
+    stats = summarize(out / TREES_FILE)
+    stats.session_wall_s = round(time.perf_counter() - start, 3)
+    stats.skipped_finished = skipped
+    (out / STATS_FILE).write_text(json.dumps(stats.model_dump(), indent=2) + "\n", encoding="utf-8")
+    return stats
+
+
 def _system_prompt(agent: Agent, task: Task) -> str | None:
     """The agent's system prompt for a task, when the agent exposes one (``system_prompt(task)``)."""
     build = getattr(agent, "system_prompt", None)
@@ -208,10 +217,7 @@ async def run_rollouts(
                     job.cancel()
                 await asyncio.gather(*jobs, return_exceptions=True)
     finally:
-        stats = summarize(trees_path)
-        stats.session_wall_s = round(time.perf_counter() - start, 3)
-        stats.skipped_finished = skipped
-        (out / STATS_FILE).write_text(json.dumps(stats.model_dump(), indent=2) + "\n", encoding="utf-8")
+        stats = write_stats(out, start, skipped)
     return stats
 
 

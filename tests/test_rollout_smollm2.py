@@ -6,9 +6,10 @@ import json
 
 import pytest
 
+from josh.components import build_env
 from josh.extract import ExtractConfig, extract
 from josh.llm.base import Sampling
-from josh.rollout import TREES_FILE, RolloutConfig, build_env, run_rollouts
+from josh.rollout import TREES_FILE, RolloutConfig, run_rollouts
 from josh.search import SearchConfig
 from josh.tree import Tree
 
