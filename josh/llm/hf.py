@@ -1,0 +1,263 @@
+"""The transformers backend (CPU or GPU): concurrent ``chat`` calls become one left-padded batched ``generate``.
+
+Each request is rendered with the tokenizer's chat template (``tools=`` passed through) and expanded into ``n``
+rows; rows of all requests gathered within ``batch_window_ms`` (up to ``max_batch_size`` rows) run in one
+``generate`` on a worker thread, each row decoded with its own parameters (see ``josh.llm.hf_sampling``). Replies
+are raw text; the agents parse tool calls from it. Prompt tokens are counted once per request, on its first
+completion, so ``Usage`` sums what was computed for distinct prompts.
+
+Models load through ``resolve_model``: a hub id, a local folder, the offline ``smollm2`` default, or a PEFT adapter
+folder (its base is loaded, then the adapter is attached without merging, which keeps 4-bit bases intact).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from josh.llm.base import Completion, LLMError, Sampling, Usage
+from josh.llm.batcher import Batcher
+from josh.llm.hf_sampling import RowSampler, RowSpec, RowStopper, row_seed
+from josh.llm.models import adapter_base, chatml_template, is_adapter_dir, resolve_model
+from josh.types import Message
+
+DTYPES = {"float32", "bfloat16", "float16"}
+
+
+@dataclass
+class _Request:
+    messages: list[Message]
+    tools: list[dict[str, Any]] | None
+    n: int
+    first_index: int
+    sampling: Sampling
+
+
+def load_model(
+    model: str | None = None,
+    *,
+    adapter: str | None = None,
+    dtype: str = "auto",
+    device: str | None = None,
+    load_in_4bit: bool = False,
+):
+    """Load (model, tokenizer) for inference; an adapter (given, or ``model`` itself) is attached unmerged."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = resolve_model(model)
+    if adapter is None and is_adapter_dir(path):
+        adapter, path = path, resolve_model(adapter_base(path))
+    if adapter is not None and not is_adapter_dir(adapter):
+        raise ValueError(f"adapter {adapter!r} is not a PEFT adapter folder (no adapter_config.json)")
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    kwargs: dict[str, Any] = {"dtype": _torch_dtype(dtype, device)}
+    if load_in_4bit:
+        if not device.startswith("cuda") or not torch.cuda.is_available():
+            raise ValueError("load_in_4bit needs a CUDA GPU (bitsandbytes 4-bit); drop it to run on CPU")
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_compute_dtype=kwargs["dtype"],
+            bnb_4bit_use_double_quant=True,
+        )
+        kwargs["device_map"] = {"": torch.device(device).index or 0}
+    net = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    if not load_in_4bit:
+        net = net.to(device)
+    tokenizer_source = adapter if adapter and _has_tokenizer(adapter) else path
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
+    if adapter is not None:
+        from peft import PeftModel
+
+        net = PeftModel.from_pretrained(net, adapter, is_trainable=False)
+    if not tokenizer.chat_template:
+        tokenizer.chat_template = chatml_template()
+    net.eval()
+    return net, tokenizer
+
+
+def _torch_dtype(name: str, device: str):
+    import torch
+
+    if name == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if name not in DTYPES:
+        raise ValueError(f"dtype must be auto, {', '.join(sorted(DTYPES))}; got {name!r}")
+    return getattr(torch, name)
+
+
+def _has_tokenizer(folder: str) -> bool:
+    return any((Path(folder) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
+
+
+class HFLLM:
+    """A transformers model served with batched generation; see the module docstring."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        adapter: str | None = None,
+        dtype: str = "auto",
+        device: str | None = None,
+        load_in_4bit: bool = False,
+        max_batch_size: int = 32,
+        batch_window_ms: float = 10.0,
+        max_prompt_tokens: int | None = None,
+        net: Any = None,
+        tokenizer: Any = None,
+    ) -> None:
+        if (net is None) != (tokenizer is None):
+            raise ValueError("pass both net= and tokenizer= (an already loaded model) or neither")
+        if net is None:
+            net, tokenizer = load_model(model, adapter=adapter, dtype=dtype, device=device, load_in_4bit=load_in_4bit)
+        self.net = net
+        self.tokenizer = tokenizer
+        self.usage = Usage()
+        self.max_batch_size = max_batch_size
+        self.context_length = _context_length(net)
+        self.max_prompt_tokens = max_prompt_tokens
+        self.stop_ids = _stop_token_ids(net, tokenizer)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
+        self.batcher: Batcher[_Request, list[Completion]] = Batcher(
+            self._run_batch,
+            max_batch_size=max_batch_size,
+            window_s=batch_window_ms / 1000,
+            weight=lambda r: r.n,
+            name="josh-hf-generate",
+        )
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        n: int = 1,
+        sampling: Sampling | None = None,
+    ) -> list[Completion]:
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        if not messages:
+            raise ValueError("chat() needs at least one message")
+        sampling = sampling or Sampling()
+        chunks = [
+            _Request(list(messages), tools, min(self.max_batch_size, n - start), start, sampling)
+            for start in range(0, n, self.max_batch_size)
+        ]
+        try:
+            parts = await asyncio.gather(*(self.batcher.submit(chunk) for chunk in chunks))
+        except LLMError:
+            self.usage.errors += 1
+            raise
+        completions = [c for part in parts for c in part]
+        for extra in completions[1:]:
+            extra.prompt_tokens = 0
+        self.usage.add(completions)
+        return completions
+
+    def close(self) -> None:
+        """Stop the generation thread."""
+        self.batcher.close()
+
+    def _run_batch(self, requests: Sequence[_Request]) -> list[list[Completion] | BaseException]:
+        prompts: list[list[int] | BaseException] = [self._encode(r) for r in requests]
+        rows: list[tuple[int, list[int], RowSpec]] = []
+        for i, (request, ids) in enumerate(zip(requests, prompts, strict=True)):
+            if isinstance(ids, BaseException):
+                continue
+            s = request.sampling
+            for k in range(request.n):
+                spec = RowSpec(
+                    s.temperature, s.top_p, s.top_k, row_seed(s.seed, request.first_index + k), s.max_new_tokens, s.stop
+                )
+                rows.append((i, ids, spec))
+        outputs = self._generate([ids for _, ids, _ in rows], [spec for _, _, spec in rows]) if rows else []
+        results: list[list[Completion] | BaseException] = [
+            ids if isinstance(ids, BaseException) else [] for ids in prompts
+        ]
+        for (i, ids, _), completion in zip(rows, outputs, strict=True):
+            completion.prompt_tokens = len(ids)
+            results[i].append(completion)  # type: ignore[union-attr]
+        return results
+
+    def _encode(self, request: _Request) -> list[int] | BaseException:
+        try:
+            text = self.tokenizer.apply_chat_template(
+                [m.to_template() for m in request.messages],
+                tools=request.tools or None,
+                add_generation_prompt=True,
+                tokenize=False,
+            )
+        except Exception as exc:
+            return LLMError(f"chat template failed: {type(exc).__name__}: {exc}")
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        room = self.context_length - request.sampling.max_new_tokens
+        limit = min(room, self.max_prompt_tokens) if self.max_prompt_tokens else room
+        if len(ids) > limit:
+            return LLMError(
+                f"prompt has {len(ids)} tokens, over the limit of {limit} (max_prompt_tokens={self.max_prompt_tokens}, "
+                f"context {self.context_length} minus max_new_tokens {request.sampling.max_new_tokens})"
+            )
+        return ids
+
+    def _generate(self, prompts: list[list[int]], specs: list[RowSpec]) -> list[Completion]:
+        import torch
+        from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
+
+        device = self.net.device
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, ids in enumerate(prompts):
+            input_ids[row, width - len(ids) :] = torch.tensor(ids)
+            attention[row, width - len(ids) :] = 1
+        config = GenerationConfig(
+            do_sample=False,
+            max_new_tokens=max(s.max_new_tokens for s in specs),
+            pad_token_id=self.pad_id,
+            eos_token_id=self.stop_ids,
+        )
+        with torch.inference_mode():
+            output = self.net.generate(
+                input_ids=input_ids.to(device),
+                attention_mask=attention.to(device),
+                generation_config=config,
+                logits_processor=LogitsProcessorList([RowSampler(specs)]),
+                stopping_criteria=StoppingCriteriaList([RowStopper(specs, width, self.tokenizer)]),
+            )
+        return [self._decode(tokens, spec) for tokens, spec in zip(output[:, width:].tolist(), specs, strict=True)]
+
+    def _decode(self, tokens: list[int], spec: RowSpec) -> Completion:
+        ended = next((k for k, t in enumerate(tokens) if t in self.stop_ids or t == self.pad_id), None)
+        kept = tokens if ended is None else tokens[:ended]
+        text = self.tokenizer.decode(kept, skip_special_tokens=True)
+        cuts = [text.find(s) for s in spec.stop if s and s in text]
+        if cuts:
+            return Completion(text=text[: min(cuts)], completion_tokens=len(kept), finish_reason="stop")
+        if ended is None and len(kept) >= spec.max_new_tokens:
+            return Completion(text=text, completion_tokens=len(kept), finish_reason="length")
+        return Completion(text=text, completion_tokens=len(kept), finish_reason="stop")
+
+
+def _context_length(net: Any) -> int:
+    config = getattr(net, "config", None)
+    return int(getattr(config, "max_position_embeddings", 0) or 4096)
+
+
+def _stop_token_ids(net: Any, tokenizer: Any) -> list[int]:
+    """Token ids that end a reply: the generation config's EOS ids and the tokenizer's EOS."""
+    ids: list[int] = []
+    configured = getattr(getattr(net, "generation_config", None), "eos_token_id", None)
+    for value in [configured, tokenizer.eos_token_id]:
+        for token in value if isinstance(value, list) else [value]:
+            if token is not None and token not in ids:
+                ids.append(int(token))
+    if not ids:
+        raise ValueError("the tokenizer has no EOS token and the model's generation config names none")
+    return ids

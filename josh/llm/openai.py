@@ -1,0 +1,239 @@
+"""Any OpenAI-compatible chat endpoint (OpenAI, ``vllm serve``, llama.cpp server) through ``openai.AsyncOpenAI``.
+
+Concurrent ``chat`` calls become concurrent HTTP requests, at most ``max_concurrency`` in flight. Rate limits, 5xx
+answers, timeouts and dropped connections are retried with exponential backoff and full jitter (``max_retries``
+times, then ``LLMError``); other client errors fail at once. ``n`` goes to the API; a server that rejects ``n > 1``
+or returns fewer choices is asked again one sample per request (with distinct seeds when a seed is set). Native
+tool calls become ``ToolCall``s (arguments that are not valid JSON stay a raw string). Prompt tokens and their cost
+are counted once per HTTP request, on its first completion; the completion tokens of a response are shared out evenly
+over its choices (the API only reports totals).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from typing import Any
+
+import openai
+
+from josh.llm.base import Completion, LLMError, Sampling, Usage
+from josh.types import Message, ToolCall
+
+# USD per million (prompt, completion) tokens, by model-name prefix (public list prices when written; override
+# with ``prices=``). The longest matching prefix wins; unknown models cost 0 (local servers).
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4-turbo": (10.00, 30.00),
+    "gpt-4": (30.00, 60.00),
+    "gpt-3.5-turbo": (0.50, 1.50),
+    "o3-mini": (1.10, 4.40),
+    "o4-mini": (1.10, 4.40),
+}
+
+RETRYABLE_STATUS = {408, 409, 429}
+
+
+def price_of(model: str, prices: dict[str, tuple[float, float]]) -> tuple[float, float]:
+    """(prompt, completion) USD per million tokens for ``model``: the longest matching prefix, else free."""
+    matches = [prefix for prefix in prices if model.startswith(prefix)]
+    return prices[max(matches, key=len)] if matches else (0.0, 0.0)
+
+
+def is_retryable(error: Exception) -> bool:
+    if isinstance(error, openai.APIConnectionError | openai.APITimeoutError | openai.RateLimitError):
+        return True
+    return isinstance(error, openai.APIStatusError) and (
+        error.status_code in RETRYABLE_STATUS or error.status_code >= 500
+    )
+
+
+class OpenAILLM:
+    """A chat model behind an OpenAI-compatible HTTP API; see the module docstring."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        max_concurrency: int = 16,
+        max_retries: int = 5,
+        timeout_s: float = 120.0,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+        prices: dict[str, tuple[float, float]] | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("the openai backend needs a model name")
+        if max_concurrency < 1 or max_retries < 0:
+            raise ValueError("max_concurrency must be >= 1 and max_retries >= 0")
+        key = api_key or os.environ.get(api_key_env)
+        if not key:
+            if base_url is None:
+                raise ValueError(f"no API key: set ${api_key_env} (or pass base_url= for a local server)")
+            key = "EMPTY"  # local servers accept any key
+        self.model = model
+        self.base_url = base_url
+        self._api_key = key
+        self.max_concurrency = max_concurrency
+        self.max_retries = max_retries
+        self.timeout_s = timeout_s
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.prices = {**DEFAULT_PRICES, **(prices or {})}
+        self.usage = Usage()
+        self.supports_n = True
+        self.requests_sent = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: openai.AsyncOpenAI | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        n: int = 1,
+        sampling: Sampling | None = None,
+    ) -> list[Completion]:
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        sampling = sampling or Sampling()
+        try:
+            completions = await self._sample(messages, tools, n, sampling)
+        except LLMError:
+            self.usage.errors += 1
+            raise
+        self.usage.add(completions)
+        return completions
+
+    async def _sample(
+        self, messages: list[Message], tools: list[dict[str, Any]] | None, n: int, sampling: Sampling
+    ) -> list[Completion]:
+        completions: list[Completion] = []
+        if n > 1 and self.supports_n:
+            try:
+                completions = await self._request(messages, tools, n, sampling)
+            except openai.BadRequestError:
+                self.supports_n = False
+        missing = n - len(completions)
+        if missing > 0:
+            singles = await asyncio.gather(
+                *(self._request(messages, tools, 1, _reseeded(sampling, len(completions) + i)) for i in range(missing))
+            )
+            completions.extend(single[0] for single in singles)
+        return completions[:n]
+
+    async def _request(
+        self, messages: list[Message], tools: list[dict[str, Any]] | None, n: int, sampling: Sampling
+    ) -> list[Completion]:
+        """One API call with retries; a 400 with ``n > 1`` propagates so the caller can fall back."""
+        client, semaphore = self._session()
+        kwargs = self._arguments(messages, tools, n, sampling)
+        attempt = 0
+        while True:
+            try:
+                async with semaphore:
+                    self.requests_sent += 1
+                    response = await client.chat.completions.create(**kwargs)
+                return self._completions(response)
+            except openai.BadRequestError as error:
+                if n > 1:
+                    raise
+                raise LLMError(f"{self.model}: request rejected: {error}") from error
+            except openai.APIError as error:
+                if not is_retryable(error):
+                    raise LLMError(f"{self.model}: {type(error).__name__}: {error}") from error
+                if attempt >= self.max_retries:
+                    raise LLMError(
+                        f"{self.model}: gave up after {attempt + 1} attempts: {type(error).__name__}: {error}"
+                    ) from error
+                await asyncio.sleep(self._backoff(attempt, error))
+                attempt += 1
+
+    def _backoff(self, attempt: int, error: Exception) -> float:
+        """Full-jitter exponential backoff, at least the server's Retry-After when it sent one."""
+        delay = random.uniform(0, min(self.max_backoff_s, self.backoff_s * 2**attempt))
+        response = getattr(error, "response", None)
+        retry_after = response.headers.get("retry-after") if response is not None else None
+        try:
+            return max(delay, min(float(retry_after), self.max_backoff_s)) if retry_after else delay
+        except ValueError:
+            return delay
+
+    def _arguments(
+        self, messages: list[Message], tools: list[dict[str, Any]] | None, n: int, sampling: Sampling
+    ) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.to_openai() for m in messages],
+            "temperature": max(sampling.temperature, 0.0),
+            "max_tokens": sampling.max_new_tokens,
+        }
+        if n > 1:
+            kwargs["n"] = n
+        if sampling.top_p < 1.0:
+            kwargs["top_p"] = sampling.top_p
+        if sampling.seed is not None:
+            kwargs["seed"] = sampling.seed
+        if sampling.stop:
+            kwargs["stop"] = sampling.stop
+        if tools:
+            kwargs["tools"] = tools
+        if sampling.top_k and self.base_url is not None:
+            kwargs["extra_body"] = {"top_k": sampling.top_k}  # vLLM / llama.cpp extension
+        return kwargs
+
+    def _completions(self, response: Any) -> list[Completion]:
+        if not response.choices:
+            raise LLMError(f"{self.model}: the server returned no choices")
+        usage = response.usage
+        prompt = usage.prompt_tokens if usage else 0
+        total = usage.completion_tokens if usage else 0
+        shares = [total // len(response.choices)] * len(response.choices)
+        shares[0] += total - sum(shares)
+        prompt_price, completion_price = price_of(self.model, self.prices)
+        out = []
+        for k, (choice, share) in enumerate(zip(response.choices, shares, strict=True)):
+            calls = [ToolCall.from_openai(c.model_dump()) for c in (choice.message.tool_calls or [])]
+            prompt_here = prompt if k == 0 else 0
+            out.append(
+                Completion(
+                    text=choice.message.content or "",
+                    tool_calls=calls,
+                    prompt_tokens=prompt_here,
+                    completion_tokens=share,
+                    finish_reason=choice.finish_reason or "stop",
+                    cost=(prompt_here * prompt_price + share * completion_price) / 1e6,
+                )
+            )
+        return out
+
+    def _session(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
+        """The client and semaphore of the running event loop (both are bound to the loop that first used them)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._client is None or self._semaphore is None:
+            self._loop = loop
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key, base_url=self.base_url, timeout=self.timeout_s, max_retries=0
+            )
+            self._semaphore = asyncio.Semaphore(self.max_concurrency)
+        return self._client, self._semaphore
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections of the current client."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+def _reseeded(sampling: Sampling, index: int) -> Sampling:
+    """Separate single-sample requests need distinct seeds, or a seeded server returns the same sample n times."""
+    return sampling if sampling.seed is None else sampling.model_copy(update={"seed": sampling.seed + index})

@@ -1,0 +1,114 @@
+"""The transformers backend with the offline SmolLM2 (slow: loads a real model)."""
+
+import asyncio
+
+import pytest
+
+from josh.llm import LLMError, Sampling
+from josh.types import system, user
+
+pytestmark = pytest.mark.slow
+
+PROMPT = [system("You are a helpful assistant."), user("Tell me a short story about a cat in a hotel.")]
+
+
+@pytest.fixture(scope="module")
+def llm():
+    from josh.llm.hf import HFLLM
+
+    backend = HFLLM("smollm2", batch_window_ms=50, max_batch_size=16)
+    yield backend
+    backend.close()
+
+
+async def test_siblings_differ_and_seeds_reproduce(llm):
+    sampling = Sampling(temperature=1.0, max_new_tokens=8, seed=11)
+    first = await llm.chat(PROMPT, n=3, sampling=sampling)
+    again = await llm.chat(PROMPT, n=3, sampling=sampling)
+    assert [c.text for c in first] == [c.text for c in again]
+    assert len({c.text for c in first}) > 1, "sibling samples of one request must differ"
+    unseeded = await llm.chat(PROMPT, n=3, sampling=Sampling(temperature=1.0, max_new_tokens=8))
+    assert len({c.text for c in unseeded}) > 1
+    assert [c.prompt_tokens > 0 for c in first] == [True, False, False]
+
+
+async def test_concurrent_calls_share_one_generate(llm):
+    before = llm.batcher.batches
+    prompts = [[user(q)] for q in ("Hi!", "What is two plus two?", "Name a colour.", "Book a table for two.")]
+    sampling = Sampling(temperature=0.8, max_new_tokens=4)
+    results = await asyncio.gather(*(llm.chat(p, n=2, sampling=sampling) for p in prompts))
+    assert llm.batcher.batches == before + 1
+    assert llm.batcher.batch_sizes[-1] == 8
+    assert all(len(r) == 2 and all(c.completion_tokens > 0 for c in r) for r in results)
+
+
+async def test_greedy_row_unaffected_by_sampled_neighbours(llm):
+    greedy = Sampling(temperature=0.0, max_new_tokens=6)
+    alone = await llm.chat(PROMPT, sampling=greedy)
+    mixed, _ = await asyncio.gather(
+        llm.chat(PROMPT, sampling=greedy),
+        llm.chat(
+            [user("Say something random.")],
+            n=3,
+            sampling=Sampling(temperature=1.2, top_k=50, top_p=0.9, max_new_tokens=6),
+        ),
+    )
+    assert mixed[0].text == alone[0].text
+
+
+async def test_max_new_tokens_and_stop_strings(llm):
+    [full] = await llm.chat(PROMPT, sampling=Sampling(temperature=0.0, max_new_tokens=16))
+    assert full.completion_tokens <= 16
+    [short] = await llm.chat(PROMPT, sampling=Sampling(temperature=0.0, max_new_tokens=4))
+    assert short.completion_tokens == 4 and short.finish_reason == "length"
+    assert full.text.startswith(short.text)
+    words = full.text.split()
+    assert len(words) >= 4, f"greedy reply too short to test stop strings: {full.text!r}"
+    stop = " " + words[3]
+    [stopped] = await llm.chat(PROMPT, sampling=Sampling(temperature=0.0, max_new_tokens=16, stop=[stop]))
+    assert stopped.finish_reason == "stop"
+    assert stopped.text == full.text[: full.text.find(stop)]
+    assert stopped.completion_tokens < full.completion_tokens
+
+
+async def test_tools_reach_the_template_and_long_prompts_fail(llm):
+    tools = [{"type": "function", "function": {"name": "find_hotel", "parameters": {"type": "object"}}}]
+    [plain] = await llm.chat(PROMPT, sampling=Sampling(max_new_tokens=2))
+    [with_tools] = await llm.chat(PROMPT, tools=tools, sampling=Sampling(max_new_tokens=2))
+    assert with_tools.prompt_tokens > plain.prompt_tokens, "tools must be rendered into the prompt"
+    errors = llm.usage.errors
+    with pytest.raises(LLMError, match="over the limit"):
+        await llm.chat([user("word " * 9000)], sampling=Sampling(max_new_tokens=2))
+    assert llm.usage.errors == errors + 1
+
+
+async def test_peft_adapter_loaded_without_merging(tmp_path, llm):
+    import torch
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from josh.llm.hf import HFLLM
+    from josh.llm.models import resolve_model
+
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(resolve_model("smollm2"))
+    config = LoraConfig(r=4, lora_alpha=64, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    get_peft_model(base, config).save_pretrained(tmp_path / "adapter")
+
+    tuned = HFLLM(str(tmp_path / "adapter"))
+    try:
+        assert isinstance(tuned.net, PeftModel)
+        assert any("lora_A" in name for name, _ in tuned.net.named_parameters()), "adapter must stay unmerged"
+        greedy = Sampling(temperature=0.0, max_new_tokens=8)
+        [base_reply] = await llm.chat(PROMPT, sampling=greedy)
+        [tuned_reply] = await tuned.chat(PROMPT, sampling=greedy)
+        assert tuned_reply.text != base_reply.text
+    finally:
+        tuned.close()
+
+
+def test_four_bit_on_cpu_is_a_clear_error():
+    from josh.llm.hf import load_model
+
+    with pytest.raises(ValueError, match="CUDA"):
+        load_model("smollm2", device="cpu", load_in_4bit=True)

@@ -1,0 +1,148 @@
+import asyncio
+import time
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from josh.llm import LLM, Completion, LLMConfig, LLMError, Sampling, make_llm
+from josh.llm.scripted import ScriptedLLM, count_tokens
+from josh.types import ToolCall, assistant, system, user
+
+
+async def test_latency_overlaps_for_concurrent_requests():
+    llm = ScriptedLLM(["ok"], latency_s=0.1)
+    start = time.perf_counter()
+    await asyncio.gather(*(llm.chat([user(f"q{i}")]) for i in range(20)))
+    elapsed = time.perf_counter() - start
+    assert elapsed < 0.1 * 5, f"20 requests of 100 ms took {elapsed:.2f}s; they should overlap"
+    assert llm.peak_in_flight == 20
+
+
+async def test_concurrency_limit_serialises_requests():
+    llm = ScriptedLLM(["ok"], latency_s=0.05, max_concurrency=2)
+    start = time.perf_counter()
+    await asyncio.gather(*(llm.chat([user("q")]) for i in range(6)))
+    elapsed = time.perf_counter() - start
+    assert llm.peak_in_flight == 2
+    assert elapsed >= 0.05 * 3 * 0.9
+
+
+async def test_n_samples_call_policy_with_sample_index():
+    seen = []
+
+    def policy(messages, tools, index):
+        seen.append(index)
+        return f"{messages[-1].content} #{index}"
+
+    llm = ScriptedLLM(policy)
+    out = await llm.chat([system("s"), user("hello")], n=4)
+    assert [c.text for c in out] == [f"hello #{i}" for i in range(4)]
+    assert seen == [0, 1, 2, 3]
+
+
+async def test_canned_replies_cycle_across_calls():
+    llm = ScriptedLLM(["a", "b", "c"])
+    first = await llm.chat([user("x")], n=2)
+    second = await llm.chat([user("x")], n=2)
+    assert [c.text for c in first + second] == ["a", "b", "c", "a"]
+
+
+async def test_request_log_and_usage():
+    llm = ScriptedLLM(["one two three"])
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    sampling = Sampling(temperature=0.5, seed=3)
+    await llm.chat([user("four words are here")], tools=tools, n=2, sampling=sampling)
+    [request] = llm.requests
+    assert request.n == 2 and request.tools == tools and request.sampling.seed == 3
+    assert request.messages[0].content == "four words are here"
+    assert llm.usage.calls == 1
+    assert llm.usage.prompt_tokens == 4, "the prompt is counted once per request"
+    assert llm.usage.completion_tokens == 6
+
+
+async def test_completion_policy_keeps_tool_calls_and_async_policy():
+    call = ToolCall(name="find_restaurant", arguments={"area": "centre"})
+
+    async def policy(messages, tools, index):
+        await asyncio.sleep(0)
+        return Completion(tool_calls=[call], finish_reason="tool_calls")
+
+    out = await ScriptedLLM(policy).chat([user("food")])
+    assert out[0].tool_calls == [call] and out[0].finish_reason == "tool_calls"
+
+
+async def test_stop_strings_and_max_new_tokens():
+    llm = ScriptedLLM(["Thought: look up\nAction: x\nObservation: y"])
+    [out] = await llm.chat([user("q")], sampling=Sampling(stop=["Observation:"]))
+    assert out.text == "Thought: look up\nAction: x\n" and out.finish_reason == "stop"
+    [out] = await llm.chat([user("q")], sampling=Sampling(max_new_tokens=2))
+    assert out.text == "Thought: look" and out.finish_reason == "length" and out.completion_tokens == 2
+
+
+async def test_llm_error_counts_and_propagates():
+    def policy(messages, tools, index):
+        raise LLMError("scripted failure")
+
+    llm = ScriptedLLM(policy)
+    with pytest.raises(LLMError):
+        await llm.chat([user("q")])
+    assert llm.usage.errors == 1
+
+
+async def test_bad_policy_return_type_is_reported():
+    llm = ScriptedLLM(lambda m, t, i: 42)
+    with pytest.raises(TypeError, match="str or Completion"):
+        await llm.chat([user("q")])
+
+
+def test_invalid_construction():
+    with pytest.raises(ValueError, match="at least one"):
+        ScriptedLLM([])
+    with pytest.raises(ValueError):
+        ScriptedLLM(["a"], latency_s=-1)
+    with pytest.raises(ValueError):
+        ScriptedLLM(["a"], max_concurrency=0)
+
+
+async def test_works_across_event_loops():
+    llm = ScriptedLLM(["a"], max_concurrency=1)
+    assert (await llm.chat([user("q")]))[0].text == "a"
+    result = await asyncio.to_thread(asyncio.run, llm.chat([user("q")]))
+    assert result[0].text == "a"
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from("ab \n"), max_size=30), min_size=1, max_size=5))
+def test_count_tokens_matches_words(texts):
+    assert sum(count_tokens(t) for t in texts) == sum(len(t.split()) for t in texts)
+
+
+def test_factory_builds_scripted_and_checks_options():
+    llm = make_llm("scripted", policy=lambda m, t, i: "x", latency_s=0.01)
+    assert isinstance(llm, LLM) and isinstance(llm, ScriptedLLM)
+    assert isinstance(make_llm("scripted", replies=["a"]), ScriptedLLM)
+    with pytest.raises(ValueError, match="needs policy"):
+        make_llm("scripted")
+    with pytest.raises(ValueError, match="extra"):
+        make_llm("scripted", replies=["a"], temperature=0.3)
+    with pytest.raises(ValueError):
+        make_llm("gpt")
+    with pytest.raises(ValueError, match="model name"):
+        make_llm("openai")
+    with pytest.raises(ValueError, match="only applies"):
+        make_llm("openai", "gpt-4o-mini", policy=lambda m, t, i: "x")
+
+
+def test_config_round_trips_through_yaml_like_dict():
+    config = LLMConfig.model_validate(
+        {"backend": "openai", "model": "m", "base_url": "http://x/v1", "prices": {"m": [1, 2]}}
+    )
+    assert LLMConfig.model_validate(config.model_dump()) == config
+    assert config.prices == {"m": (1.0, 2.0)}
+
+
+async def test_history_with_tool_calls_counts_arguments():
+    llm = ScriptedLLM(["ok"])
+    history = [user("a b"), assistant(None, [ToolCall(name="f", arguments={"k": "v w"})])]
+    await llm.chat(history)
+    assert llm.usage.prompt_tokens > 2
