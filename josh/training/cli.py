@@ -32,7 +32,7 @@ def run_command(method: str, recipe: Path, overrides: list[str], data: Path | No
     from josh.training.model import TemplateError
     from josh.training.runner import RunExistsError, train
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)
     try:
         loaded = load_recipe(recipe, overrides)
         if "method" in loaded.model_fields_set and loaded.method != method:
