@@ -52,6 +52,15 @@ class Usage(BaseModel):
             self.cost += c.cost
 
 
+def checked_sampling(messages: list[Message], n: int, sampling: Sampling | None) -> Sampling:
+    """Validate a ``chat`` request's shape (backends call this first) and return its sampling parameters."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if not messages:
+        raise ValueError("chat() needs at least one message")
+    return sampling or Sampling()
+
+
 class LLMError(RuntimeError):
     """A backend failed after its retries; callers record it as an error category and go on."""
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from josh.llm.base import Completion, LLMError, Sampling, Usage
+from josh.llm.base import Completion, LLMError, Sampling, Usage, checked_sampling
 from josh.llm.batcher import Batcher
 from josh.llm.hf_sampling import RowSampler, RowSpec, RowStopper, row_seed
 from josh.llm.models import adapter_base, chatml_template, is_adapter_dir, resolve_model
@@ -141,11 +141,7 @@ class HFLLM:
         n: int = 1,
         sampling: Sampling | None = None,
     ) -> list[Completion]:
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
-        if not messages:
-            raise ValueError("chat() needs at least one message")
-        sampling = sampling or Sampling()
+        sampling = checked_sampling(messages, n, sampling)
         chunks = [
             _Request(list(messages), tools, min(self.max_batch_size, n - start), start, sampling)
             for start in range(0, n, self.max_batch_size)

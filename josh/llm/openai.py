@@ -18,7 +18,7 @@ from typing import Any
 
 import openai
 
-from josh.llm.base import Completion, LLMError, Sampling, Usage
+from josh.llm.base import Completion, LLMError, Sampling, Usage, checked_sampling
 from josh.types import Message, ToolCall
 
 # USD per million (prompt, completion) tokens, by model-name prefix (public list prices when written; override
@@ -103,9 +103,7 @@ class OpenAILLM:
         n: int = 1,
         sampling: Sampling | None = None,
     ) -> list[Completion]:
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
-        sampling = sampling or Sampling()
+        sampling = checked_sampling(messages, n, sampling)
         try:
             completions = await self._sample(messages, tools, n, sampling)
         except LLMError:

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from josh.llm.base import Completion, LLMError, Sampling, Usage
+from josh.llm.base import Completion, LLMError, Sampling, Usage, checked_sampling
 from josh.types import Message
 
 PolicyResult = str | Completion
@@ -88,9 +88,7 @@ class ScriptedLLM:
         n: int = 1,
         sampling: Sampling | None = None,
     ) -> list[Completion]:
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
-        sampling = sampling or Sampling()
+        sampling = checked_sampling(messages, n, sampling)
         self.requests.append(ScriptedRequest(messages=list(messages), tools=tools, n=n, sampling=sampling))
         semaphore = self._semaphore()
         if semaphore is None:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from josh.llm.base import Completion, LLMError, Sampling, Usage
+from josh.llm.base import Completion, LLMError, Sampling, Usage, checked_sampling
 from josh.llm.batcher import Batcher
 from josh.llm.models import adapter_base, is_adapter_dir, resolve_model
 from josh.types import Message
@@ -174,11 +174,7 @@ class VLLMLLM:
         n: int = 1,
         sampling: Sampling | None = None,
     ) -> list[Completion]:
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
-        if not messages:
-            raise ValueError("chat() needs at least one message")
-        sampling = sampling or Sampling()
+        sampling = checked_sampling(messages, n, sampling)
         request = _Request(
             list(messages),
             tools,
