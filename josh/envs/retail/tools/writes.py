@@ -118,15 +118,18 @@ def modify_pending_order_payment(data: RetailState, /, order_id: str, payment_me
     return json.dumps(order)
 
 
-def modify_pending_order_items(
-    data: RetailState, /, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
-) -> str:
-    """Swap items of a pending order for other available variants of the same products (allowed once)."""
-    order = data.order(order_id)
-    if order is None:
-        return "Error: order not found"
-    if order["status"] != "pending":
-        return "Error: non-pending order cannot be modified"
+def _swap_checks(
+    data: RetailState,
+    order: Record,
+    item_ids: list[str],
+    new_item_ids: list[str],
+    payment_method_id: str,
+    *,
+    rounded: bool,
+) -> tuple[float, Record] | str:
+    """The item-swap preconditions shared by modify and exchange: (price difference, payment method) or an error.
+
+    Exchange rounds the difference to cents before its balance check; modify does not (a tau-bench quirk)."""
     if (missing := _missing_item(order, item_ids)) is not None:
         return f"Error: {missing} not found"
     if len(item_ids) != len(new_item_ids):
@@ -137,6 +140,22 @@ def modify_pending_order_items(
     method = _payment_method(data, order, payment_method_id)
     if method is None:
         return "Error: payment method not found"
+    return (round(diff, 2) if rounded else diff), method
+
+
+def modify_pending_order_items(
+    data: RetailState, /, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
+) -> str:
+    """Swap items of a pending order for other available variants of the same products (allowed once)."""
+    order = data.order(order_id)
+    if order is None:
+        return "Error: order not found"
+    if order["status"] != "pending":
+        return "Error: non-pending order cannot be modified"
+    checked = _swap_checks(data, order, item_ids, new_item_ids, payment_method_id, rounded=False)
+    if isinstance(checked, str):
+        return checked
+    diff, method = checked
     if method["source"] == "gift_card" and method["balance"] < diff:
         return "Error: insufficient gift card balance to pay for the new item"
     if method["source"] == "gift_card":
@@ -189,17 +208,10 @@ def exchange_delivered_order_items(
         return "Error: order not found"
     if order["status"] != "delivered":
         return "Error: non-delivered order cannot be exchanged"
-    if (missing := _missing_item(order, item_ids)) is not None:
-        return f"Error: {missing} not found"
-    if len(item_ids) != len(new_item_ids):
-        return "Error: the number of items to be exchanged should match"
-    diff = _price_difference(data, order, item_ids, new_item_ids)
-    if isinstance(diff, str):
-        return diff
-    diff = round(diff, 2)
-    method = _payment_method(data, order, payment_method_id)
-    if method is None:
-        return "Error: payment method not found"
+    checked = _swap_checks(data, order, item_ids, new_item_ids, payment_method_id, rounded=True)
+    if isinstance(checked, str):
+        return checked
+    diff, method = checked
     if method["source"] == "gift_card" and method["balance"] < diff:
         return "Error: insufficient gift card balance to pay for the price difference"
     order = data.writable_order(order_id)
