@@ -31,7 +31,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check josh tests benchmarks
 
 demo: $(STAMP)
-	$(BIN)/josh eval --agent oracle --user agenda --split test --trials 2 --out runs/demo-oracle
+	$(BIN)/josh demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -251,7 +251,7 @@ def demo(
     overrides: list[str] = typer.Option(None, "--set", help="override a key of recipes/demo-cpu.yaml"),
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
-    """The CPU demo: JOSH self-training of SmolLM2-135M on the mini ToolWOZ set (offline, about 20 minutes)."""
+    """The CPU demo: JOSH self-training of SmolLM2-135M on the mini ToolWOZ set (offline; about 25 minutes on 2 cores)."""
     from josh.demo import demo_recipe, run_with_table
 
     run_with_table(str(demo_recipe()), overrides or [], progress=progress)

@@ -2,7 +2,7 @@
 
 A recipe is strict (``extra="forbid"``): an unknown key fails before any work starts, with the closest valid key
 named. ``--set a.b=value`` overrides are parsed as YAML scalars and coerced by pydantic like the file itself.
-``TrainRecipe`` is self-contained so a later loop recipe can embed it as one field.
+``TrainRecipe`` is self-contained; ``LoopRecipe`` (``josh loop``) embeds one per training arm.
 """
 
 from __future__ import annotations
@@ -13,6 +13,11 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from josh.extract import ExtractConfig
+from josh.llm.base import Sampling
+from josh.search import SearchConfig
+from josh.warmstart import WarmStartConfig
 
 Method = Literal["sft", "kto", "dpo"]
 
@@ -202,9 +207,7 @@ def build_recipe(data: dict[str, Any], overrides: list[str] | None = None, sourc
         raise _explain(exc, TrainRecipe, source) from None
 
 
-def load_recipe(path: str | Path, overrides: list[str] | None = None) -> TrainRecipe:
-    """Read a recipe YAML file and apply ``--set`` overrides."""
-    path = Path(path)
+def _read_mapping(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise RecipeError(f"recipe file not found: {path}")
     try:
@@ -213,4 +216,109 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None) -> TrainRe
         raise RecipeError(f"recipe {path} is not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise RecipeError(f"recipe {path} must be a mapping of keys to values")
-    return build_recipe(data, overrides, source=str(path))
+    return data
+
+
+def load_recipe(path: str | Path, overrides: list[str] | None = None) -> TrainRecipe:
+    """Read a recipe YAML file and apply ``--set`` overrides."""
+    path = Path(path)
+    return build_recipe(_read_mapping(path), overrides, source=str(path))
+
+
+class AgentSetup(_Strict):
+    """The agent and user of a loop, by name (as ``josh eval`` / ``josh rollout`` take them); ``model`` is the base
+    policy every round starts from."""
+
+    env: str = "toolwoz"
+    data: str = "mini"
+    agent: str = "react"
+    backend: str = "hf"
+    model: str = "smollm2"
+    user: str = "agenda"
+    user_backend: str | None = None
+    user_model: str | None = None
+    base_url: str | None = None
+    user_base_url: str | None = None
+    agent_options: dict[str, Any] = Field(
+        default_factory=dict, description="prompted-agent options: examples, max_generations, max_calls_per_generation"
+    )
+
+
+class EvalSpec(_Strict):
+    """How every model of the loop is evaluated: the same held-out tasks each time."""
+
+    split: str = "test"
+    limit: int | None = Field(None, ge=1)
+    trials: int = Field(1, ge=1)
+    max_turns: int = Field(15, ge=1)
+    concurrency: int = Field(16, ge=1)
+    sampling: Sampling | None = Field(None, description="agent sampling at evaluation (default: the agent's)")
+
+
+class RolloutSpec(_Strict):
+    """JOSH rollouts of one round: which train tasks, the search, the sampling."""
+
+    split: str = "train"
+    skip: int = Field(0, ge=0, description="tasks skipped at the start of the split (e.g. the warm start's)")
+    tasks: int | None = Field(None, ge=1, description="tasks per round (default: the rest of the split)")
+    new_tasks_each_round: bool = Field(True, description="round r takes the r-th block of `tasks` tasks")
+    concurrency: int = Field(16, ge=1)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    sampling: Sampling | None = Field(None, description="agent sampling during the search (default: the agent's)")
+
+
+class LoopRecipe(_Strict):
+    """``josh loop``: baseline eval, optional scripted warm start, then rounds of rollouts, extraction, training
+    (SFT and/or KTO arms) and evaluation. Stages live under ``<output_dir>/<name>/``."""
+
+    name: str = Field(..., min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+    output_dir: Path = Path("runs")
+    rounds: int = Field(1, ge=1)
+    setup: AgentSetup = Field(default_factory=AgentSetup)
+    baseline: bool = Field(True, description="evaluate the base model before any training")
+    warm_start: WarmStartConfig | None = None
+    rollout: RolloutSpec = Field(default_factory=RolloutSpec)
+    extract: ExtractConfig = Field(default_factory=ExtractConfig)
+    sft: TrainRecipe | None = None
+    kto: TrainRecipe | None = None
+    policy: Literal["sft", "kto"] | None = Field(None, description="arm whose checkpoint runs the next round")
+    accumulate: bool = Field(True, description="SFT trains on the warm start plus every round's rows so far")
+    eval: EvalSpec = Field(default_factory=EvalSpec)
+
+    @model_validator(mode="after")
+    def _check_arms(self) -> LoopRecipe:
+        if self.sft is None and self.kto is None:
+            raise ValueError("give at least one training arm: sft or kto")
+        if self.warm_start is not None and self.warm_start.enabled and self.sft is None:
+            raise ValueError("warm_start trains with the sft recipe: add an sft arm")
+        for method in ("sft", "kto"):
+            arm = getattr(self, method)
+            if arm is not None and arm.model.name != self.setup.model:
+                raise ValueError(
+                    f"{method}.model.name ({arm.model.name}) must be the loop's base model setup.model "
+                    f"({self.setup.model})"
+                )
+        if self.policy is not None and getattr(self, self.policy) is None:
+            raise ValueError(f"policy {self.policy!r} names an arm the recipe does not train")
+        return self
+
+    @property
+    def policy_arm(self) -> str:
+        return self.policy or ("sft" if self.sft is not None else "kto")
+
+    @property
+    def run_dir(self) -> Path:
+        return self.output_dir / self.name
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+
+
+def load_loop_recipe(path: str | Path, overrides: list[str] | None = None) -> LoopRecipe:
+    """Read a loop recipe YAML file and apply ``--set`` overrides (e.g. ``--set rounds=2``)."""
+    data = _read_mapping(Path(path))
+    merged = apply_overrides(data, overrides or [])
+    try:
+        return LoopRecipe.model_validate(merged)
+    except ValidationError as exc:
+        raise _explain(exc, LoopRecipe, str(path)) from None

@@ -185,6 +185,14 @@ def _stats(nodes: list[Node], wall_s: float) -> TreeStats:
     )
 
 
+def _tools_seen(agent: Agent, env: Env) -> list[dict[str, Any]]:
+    """The tool schemas the agent's model is given: a prompted agent's ``llm_tools`` (none for text protocols such
+    as react and act, which describe tools inside the system prompt), else the environment's tools."""
+    if hasattr(agent, "llm_tools"):
+        return list(agent.llm_tools or [])
+    return list(getattr(env, "tools", []) or [])
+
+
 async def search(
     task: Task,
     env: Env,
@@ -204,7 +212,7 @@ async def search(
         goals=list(task.goals),
         n_goals=len(task.goals),
         system=system,
-        tools=list(getattr(env, "tools", []) or []),
+        tools=_tools_seen(agent, env),
         config=config.model_dump(),
     )
     if not task.goals:

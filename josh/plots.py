@@ -1,0 +1,97 @@
+"""PNG plots of a loop's evaluations (matplotlib, headless): reward and success with bootstrap intervals, error
+categories per model, and reward per round."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def _save(fig: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _errorbars(intervals: Sequence[Any]) -> np.ndarray:
+    return np.array([[iv.mean - iv.low for iv in intervals], [iv.high - iv.mean for iv in intervals]])
+
+
+def plot_reward(models: Sequence[Any], path: Path) -> Path:
+    """Grouped bars of average reward and 100% success per model, with 95% interval error bars."""
+    labels = [m.label for m in models]
+    x = np.arange(len(models))
+    width = 0.38
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.5 * len(models) + 2), 4))
+    for offset, name, attr, color in (
+        (-width / 2, "average reward", "average_reward", "#3a6ea5"),
+        (width / 2, "100% success", "success_rate", "#e08a2c"),
+    ):
+        ivs = [getattr(m.summary, attr) for m in models]
+        bars = ax.bar(x + offset, [iv.mean for iv in ivs], width, yerr=_errorbars(ivs), capsize=4, label=name,
+                      color=color)  # fmt: skip
+        ax.bar_label(bars, labels=[f"{iv.mean:.2f}" for iv in ivs], padding=2, fontsize=8)
+    ax.set_xticks(x, labels, rotation=15, ha="right")
+    ax.set_ylim(0, 1.1)
+    ax.set_ylabel("score on held-out tasks")
+    ax.set_title("Before and after self-training (95% bootstrap intervals)")
+    ax.legend(loc="upper left", fontsize=8)
+    return _save(fig, path)
+
+
+def plot_errors(models: Sequence[Any], path: Path) -> Path:
+    """Share of conversations with each error category, per model (says so when no model made an error)."""
+    categories = sorted({c for m in models for c in m.summary.error_counts})
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.2 * len(categories) + 2), 4))
+    if not categories:
+        ax.text(0.5, 0.5, "no errors in any conversation", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+    width = 0.8 / len(models)
+    x = np.arange(len(categories))
+    for i, m in enumerate(models if categories else []):
+        per_conversation = [m.summary.error_counts.get(c, 0) / max(1, m.summary.conversations) for c in categories]
+        ax.bar(x - 0.4 + width * (i + 0.5), per_conversation, width, label=m.label)
+    if categories:
+        ax.set_xticks(x, [c.replace("_", " ") for c in categories], rotation=15, ha="right")
+        ax.set_ylabel("errors per conversation")
+        ax.legend(fontsize=8)
+    ax.set_title("Error categories per model")
+    return _save(fig, path)
+
+
+def plot_rounds(models: Sequence[Any], path: Path) -> Path | None:
+    """Average reward (with intervals) against the round, one line per arm; none for a single round."""
+    rounds = sorted({m.round for m in models})
+    if len(rounds) < 2:
+        return None
+    arms: dict[str, list[Any]] = {}
+    start = [m for m in models if m.round == 0]
+    for m in models:
+        if m.round > 0:
+            arms.setdefault(m.label.split()[-1], []).append(m)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for arm, rows in sorted(arms.items()):
+        rows = start[-1:] + sorted(rows, key=lambda r: r.round)
+        ivs = [r.summary.average_reward for r in rows]
+        ax.errorbar([r.round for r in rows], [iv.mean for iv in ivs], yerr=_errorbars(ivs), marker="o", capsize=4,
+                    label=arm)  # fmt: skip
+    for m in start:
+        ax.annotate(m.label, (0, m.summary.average_reward.mean), textcoords="offset points", xytext=(6, -4), fontsize=8)
+        ax.plot([0], [m.summary.average_reward.mean], "ko", markersize=4)
+    ax.set_xticks(rounds)
+    ax.set_xlabel("round (0 = before JOSH)")
+    ax.set_ylabel("average reward")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Average reward per round")
+    ax.legend(fontsize=8)
+    return _save(fig, path)

@@ -1,0 +1,163 @@
+"""The self-training loop end to end without a model: an oracle agent whose noise depends on the checkpoint acts,
+real search, extraction, evaluation and report run, and an injected trainer stands in for TRL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from josh.components import ComponentOptions, Components, build_env
+from josh.loop import Loop
+from josh.manifest import read_manifest
+from josh.recipes import LoopRecipe
+
+BASE_NOISE = 0.8
+
+
+def _noise(model: str) -> float:
+    skill = Path(model) / "skill.json"
+    return json.loads(skill.read_text())["noise"] if skill.is_file() else BASE_NOISE
+
+
+def builder(options: ComponentOptions, agent_options: dict[str, Any]) -> Components:
+    """The oracle acts, dropping an argument of a goal call with a probability set by the 'checkpoint'."""
+    from josh.agents import make_agent
+    from josh.users import make_user
+
+    env = build_env(options.env, options.data)
+    agent = make_agent("oracle", env, noise=_noise(options.model or ""), seed=1)
+    return Components(env=env, tasks=env.tasks(options.split), agent=agent, user=make_user("agenda"), llms=[])
+
+
+class StubTrainer:
+    """Records its calls; writes the run files a real trainer leaves, with less noise the more rows it saw."""
+
+    def __init__(self, fail_on: int | None = None) -> None:
+        self.calls: list[tuple[str, int, bool]] = []
+        self.fail_on = fail_on
+
+    def __call__(self, recipe: Any, resume: bool) -> Path:
+        rows = sum(1 for line in Path(recipe.data).read_text().splitlines() if line.strip())
+        self.calls.append((recipe.run_name, rows, resume))
+        if self.fail_on is not None and len(self.calls) == self.fail_on:
+            raise KeyboardInterrupt("killed during training")
+        run = recipe.output_dir / recipe.run_name
+        (run / "skill.json").write_text(json.dumps({"noise": max(0.0, BASE_NOISE - 0.02 * rows)}))
+        metrics = {"rows": rows, "global_step": rows, "train_loss": 0.5, "train_runtime_s": 0.1}
+        (run / "metrics.json").write_text(json.dumps(metrics))
+        return run
+
+
+def recipe(tmp_path: Path, **changes: Any) -> LoopRecipe:
+    arm = {"model": {"name": "base"}, "max_length": 512}
+    data = {
+        "name": "scripted",
+        "output_dir": str(tmp_path),
+        "setup": {"agent": "act", "backend": "scripted", "model": "base", "agent_options": {"examples": 0}},
+        "warm_start": {"tasks": 6},
+        "rollout": {"skip": 6, "tasks": 10, "search": {"max_beam": 4, "branching": 2, "max_depth": 10}},
+        "eval": {"split": "test", "limit": 10, "max_turns": 10, "trials": 2},
+        "sft": arm,
+        "kto": {**arm, "method": "kto"},
+        **changes,
+    }
+    return LoopRecipe.model_validate(data)
+
+
+def run(tmp_path: Path, trainer: StubTrainer, **changes: Any):
+    return Loop(recipe(tmp_path, **changes), trainer=trainer, builder=builder, progress=False).run()
+
+
+def test_loop_runs_every_stage_and_reports(tmp_path: Path) -> None:
+    trainer = StubTrainer()
+    result = run(tmp_path, trainer)
+    run_dir = tmp_path / "scripted"
+    assert [e.label for e in result.evaluated] == ["base", "warm start", "round 1 JOSH-SFT", "round 1 JOSH-KTO"]
+    assert [name for name, _, _ in trainer.calls] == ["train", "train-sft", "train-kto"]
+    warm_rows = trainer.calls[0][1]
+    assert warm_rows == 6
+    assert trainer.calls[1][1] > warm_rows  # the SFT arm adds the JOSH ideal paths to the warm start
+    summaries = {e.label: json.loads((e.folder / "summary.json").read_text()) for e in result.evaluated}
+    assert summaries["round 1 JOSH-SFT"]["average_reward"]["mean"] > summaries["base"]["average_reward"]["mean"]
+    eval_manifest = read_manifest(run_dir / "round-1" / "eval-sft")
+    from josh.manifest import input_digest
+
+    assert eval_manifest.inputs["model"] == input_digest(run_dir / "round-1" / "train-sft")
+    report = (run_dir / "report.md").read_text()
+    for label in summaries:
+        assert f"| {label} |" in report
+    assert "## Rollout cost" in report and "## Training" in report
+    assert (run_dir / "plots" / "reward.png").stat().st_size > 1000
+    assert (run_dir / "plots" / "errors.png").is_file()
+    kto_rows = [json.loads(line) for line in (run_dir / "round-1" / "extract" / "kto.jsonl").read_text().splitlines()]
+    trees = [json.loads(line) for line in (run_dir / "round-1" / "rollouts" / "trees.jsonl").read_text().splitlines()]
+    assert kto_rows and all(r["tools"] == trees[0]["tools"] for r in kto_rows)  # the tools the rollout agent saw
+
+
+def test_killed_loop_resumes_at_the_stage_it_died_in(tmp_path: Path) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, StubTrainer(fail_on=2))
+    run_dir = tmp_path / "scripted"
+    done = {p: read_manifest(run_dir / p) for p in ("round-0/baseline", "round-1/rollouts", "round-1/extract")}
+    assert all(m is not None and m.complete for m in done.values())
+    assert not read_manifest(run_dir / "round-1" / "train-sft").complete
+    trainer = StubTrainer()
+    result = run(tmp_path, trainer)
+    assert [name for name, _, _ in trainer.calls] == ["train-sft", "train-kto"]
+    assert set(result.skipped) >= {"eval base", "warm-start data", "warm-start train", "round 1 rollouts"}
+    for path, manifest in done.items():
+        assert read_manifest(run_dir / path).finished_at == manifest.finished_at
+    again = StubTrainer()
+    assert run(tmp_path, again).ran == [] and again.calls == []
+
+
+def test_changed_settings_rerun_only_what_depends_on_them(tmp_path: Path) -> None:
+    run(tmp_path, StubTrainer())
+    trainer = StubTrainer()
+    result = run(tmp_path, trainer, eval={"split": "test", "limit": 5, "max_turns": 10, "trials": 2})
+    assert trainer.calls == []
+    assert set(result.ran) == {"eval base", "eval warm start", "eval round 1 JOSH-SFT", "eval round 1 JOSH-KTO"}
+    stale = list((tmp_path / "scripted" / "round-0").glob("baseline.stale-*"))
+    assert len(stale) == 1 and (stale[0] / "results.jsonl").is_file()  # the old results are kept, not deleted
+
+
+def test_second_round_searches_new_tasks_with_the_newest_checkpoint(tmp_path: Path) -> None:
+    from josh.manifest import input_digest
+
+    result = run(tmp_path, StubTrainer(), rounds=2, kto=None)
+    run_dir = tmp_path / "scripted"
+    manifest = read_manifest(run_dir / "round-2" / "rollouts")
+    assert manifest.inputs["policy"] == input_digest(run_dir / "round-1" / "train-sft")
+    first = read_manifest(run_dir / "round-1" / "rollouts").config["tasks"]
+    assert not set(first) & set(manifest.config["tasks"])
+    assert [e.round for e in result.evaluated] == [0, 0, 1, 2]
+    assert (run_dir / "plots" / "rounds.png").is_file()
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"sft": None, "kto": None}, "at least one training arm"),
+        ({"policy": "kto", "kto": None}, "names an arm"),
+        ({"setup": {"model": "other"}}, "must be the loop's base model"),
+        ({"rounds": 0}, "greater than or equal to 1"),
+    ],
+)
+def test_bad_recipes_are_refused(tmp_path: Path, changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        recipe(tmp_path, **changes)
+
+
+def test_loop_recipe_files_load_and_unknown_keys_are_named(tmp_path: Path) -> None:
+    from josh.recipes import RecipeError, load_loop_recipe
+
+    root = Path(__file__).resolve().parents[1] / "recipes"
+    demo = load_loop_recipe(root / "demo-cpu.yaml")
+    paper = load_loop_recipe(root / "loop-paper-llama3-8b.yaml", ["rounds=2"])
+    assert demo.setup.backend == "hf" and paper.rounds == 2 and paper.sft and paper.kto
+    assert paper.rollout.search.max_beam == 8 and paper.rollout.search.branching == 2
+    with pytest.raises(RecipeError, match="did you mean 'rounds'"):
+        load_loop_recipe(root / "demo-cpu.yaml", ["round=2"])

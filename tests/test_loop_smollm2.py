@@ -1,0 +1,55 @@
+"""The real loop on a tiny slice: SmolLM2 acts through the hf backend, TRL trains LoRA adapters, the evaluations
+load them. Sizes are cut to the bone so it stays within CI's budget; the demo measures quality, this test plumbing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from josh.loop import Loop
+from josh.manifest import input_digest, read_manifest
+from josh.recipes import load_loop_recipe
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_real_loop_on_a_tiny_slice(tmp_path: Path) -> None:
+    recipe = load_loop_recipe(
+        ROOT / "recipes" / "demo-cpu.yaml",
+        [
+            f"output_dir={tmp_path}",
+            "baseline=false",
+            "warm_start.tasks=4",
+            "warm_start.max_turns=1",
+            "rollout.skip=4",
+            "rollout.tasks=2",
+            "rollout.search.max_depth=1",
+            "rollout.search.max_beam=2",
+            "rollout.sampling.max_new_tokens=24",
+            "extract.min_reward=0.0",
+            "eval.limit=2",
+            "eval.max_turns=1",
+            "eval.sampling.max_new_tokens=24",
+            "setup.agent_options.max_generations=2",
+            "sft.optim.max_steps=1",
+            "sft.max_length=768",
+        ],
+    )
+    result = Loop(recipe, progress=False).run()
+    run_dir = tmp_path / "demo-cpu"
+    assert [e.label for e in result.evaluated] == ["warm start", "round 1 JOSH-SFT"]
+    for folder in (run_dir / "round-0" / "warmstart" / "train", run_dir / "round-1" / "train-sft"):
+        assert (folder / "adapter_model.safetensors").is_file()
+        assert json.loads((folder / "metrics.json").read_text())["global_step"] == 1
+    assert read_manifest(run_dir / "round-1" / "eval-sft").inputs["model"] == input_digest(
+        run_dir / "round-1" / "train-sft"
+    )
+    records = (run_dir / "round-1" / "eval-sft" / "results.jsonl").read_text().splitlines()
+    assert len(records) == 2 and all(json.loads(r)["llm_calls"] >= 1 for r in records)
+    trees = (run_dir / "round-1" / "rollouts" / "trees.jsonl").read_text().splitlines()
+    assert len(trees) == 2
+    assert "| round 1 JOSH-SFT |" in (run_dir / "report.md").read_text()
+    assert (run_dir / "plots" / "reward.png").is_file()
