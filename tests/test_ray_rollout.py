@@ -138,3 +138,41 @@ def test_cli_rollout_on_ray_with_actors_as_clients_of_a_served_adapter(cluster, 
     ]
     assert vllm_server.bodies and {b["model"] for b in vllm_server.bodies} == {"josh"}
     assert "3 tasks (0 already done)" in result.output
+
+
+def scripted_react(options: ComponentOptions) -> Components:
+    """Built inside each actor: the real mini ToolWOZ env, a ReACT agent on the scripted backend, the agenda user."""
+    from josh.agents import make_agent
+    from josh.llm.factory import make_llm
+    from josh.users import make_user
+
+    env = build_env("toolwoz", "mini")
+    llm = make_llm("scripted", replies=["PLAN greet the customer <COMMAND_END>\nSPEAK How can I help? <COMMAND_END>"])
+    return Components(env=env, tasks=[], agent=make_agent("react", env, llm), user=make_user("agenda"), llms=[llm])
+
+
+def test_real_components_on_the_scripted_backend_run_on_ray(cluster, tmp_path) -> None:
+    task_list = build_env("toolwoz", "mini").tasks("train")[:4]
+    search = SearchConfig(max_beam=2, branching=2, max_depth=2)
+    options = RolloutOptions(out=tmp_path, rollout=RolloutConfig(search=search, concurrency=2))
+    ray_options = RayOptions(actors=2, cpus_per_actor=0.5)
+    rollout_on_ray(options, ray_options, tasks=task_list, factory=scripted_react, progress=False)
+    trees = records(tmp_path)
+    assert sorted(t["task_id"] for t in trees) == [t.id for t in task_list]
+    # root and 2 sampled siblings at least (the agenda user may end a conversation after the first turn)
+    assert all(t["error"] is None and t["stats"]["llm_calls"] >= 2 and len(t["nodes"]) >= 3 for t in trees)
+
+
+def test_hf_backend_with_smollm2_runs_on_ray(cluster, tmp_path) -> None:
+    from josh.llm.base import Sampling
+
+    components = ComponentOptions(
+        split="train", agent="react", backend="hf", model="smollm2", user="agenda", limit=2,
+        agent_sampling=Sampling(temperature=0.8, max_new_tokens=12),
+    )  # fmt: skip
+    search = SearchConfig(max_beam=2, branching=2, max_depth=1)
+    options = RolloutOptions(out=tmp_path, components=components, rollout=RolloutConfig(search=search, concurrency=2))
+    stats = rollout_on_ray(options, RayOptions(actors=2, cpus_per_actor=0.5), progress=False)
+    trees = records(tmp_path)
+    assert stats.tasks == 2 and len(trees) == 2
+    assert all(t["error"] is None and t["stats"]["completion_tokens"] > 0 and len(t["nodes"]) == 3 for t in trees)
