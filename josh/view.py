@@ -24,7 +24,9 @@ from typing import Any
 import jinja2
 from pydantic import ValidationError
 
+from josh.agents.loop import FEEDBACK_PREFIX
 from josh.agents.parsing import split_commands
+from josh.agents.react import RESULT_PREFIX
 from josh.jsonl import CorruptLineError, iter_jsonl
 from josh.tree import Node, Tree
 from josh.types import Goal, Message
@@ -32,8 +34,6 @@ from josh.types import Goal, Message
 TREES_FILE = "trees.jsonl"
 VIEW_DIR = "view"
 INDEX_FILE = "index.html"
-_RESULT_PREFIX = "APIRETURN"
-_FEEDBACK_PREFIX = "FEEDBACK"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -127,7 +127,7 @@ def _react_steps(text: str, reply: str | None) -> list[Step]:
 
 def _attach_react_results(steps: list[Step], content: str) -> bool:
     """Give the APICALLs just shown their APIRETURN lines, when there is one line per call."""
-    lines = [ln[len(_RESULT_PREFIX) :].strip() for ln in content.splitlines() if ln.startswith(_RESULT_PREFIX)]
+    lines = [ln[len(RESULT_PREFIX) :].strip() for ln in content.splitlines() if ln.startswith(RESULT_PREFIX)]
     pending = []
     for step in reversed(steps):
         if step.kind != "call" or step.result is not None:
@@ -155,9 +155,9 @@ def turn_steps(messages: list[Message], reply: str | None) -> list[Step]:
                 steps.append(step)
         elif msg.role == "tool" and msg.tool_call_id in by_call and by_call[msg.tool_call_id].result is None:
             by_call[msg.tool_call_id].result = _pretty(content)
-        elif content.startswith(_FEEDBACK_PREFIX):
+        elif content.startswith(FEEDBACK_PREFIX):
             steps.append(Step("feedback", content))
-        elif not (content.startswith(_RESULT_PREFIX) and _attach_react_results(steps, content)):
+        elif not (content.startswith(RESULT_PREFIX) and _attach_react_results(steps, content)):
             steps.append(Step("result", _pretty(content)))
     if reply is not None and not any(s.kind == "speak" for s in steps):
         steps.append(Step("speak", reply))

@@ -5,32 +5,22 @@ Results come back as a ``user`` message starting with ``Observation:`` (text pro
 
 from __future__ import annotations
 
-from josh.agents.loop import LoopAgent
+from josh.agents.loop import TextProtocolAgent
 from josh.agents.parsing import RESPOND_ACTION, Parsed, parse_act
 from josh.agents.prompting import Example, dump
 from josh.llm.base import Completion
-from josh.types import Message, ToolCall, ToolResult, assistant, user
 
 RESULT_PREFIX = "Observation:"
-FEEDBACK_PREFIX = "FEEDBACK"
 
 
-class ActAgent(LoopAgent):
+class ActAgent(TextProtocolAgent):
     """``Action: {"name": ..., "arguments": {...}}``, one per output."""
 
     protocol = "act"
+    result_prefix = RESULT_PREFIX
 
     def read(self, completion: Completion) -> Parsed:
         return parse_act(completion.text)
-
-    def action_message(self, parsed: Parsed) -> Message:
-        return assistant(parsed.text)
-
-    def result_messages(self, calls: list[ToolCall], results: list[ToolResult]) -> list[Message]:
-        return [user("\n".join(f"{RESULT_PREFIX} {r.content}" for r in results))]
-
-    def feedback(self, problem: str) -> Message:
-        return user(f"{FEEDBACK_PREFIX} your last output could not be used: {problem}.")
 
     def render_example(self, example: Example) -> str:
         call = dump({"name": example.name, "arguments": example.arguments})

@@ -14,9 +14,7 @@ from josh.agents.loop import LoopAgent
 from josh.agents.parsing import Parsed, parse_tool_calls
 from josh.agents.prompting import Example, dump
 from josh.llm.base import Completion
-from josh.types import ErrorCategory, Message, ToolCall, ToolResult, assistant, tool_result, user
-
-FEEDBACK_PREFIX = "FEEDBACK"
+from josh.types import ErrorCategory, Message, ToolCall, ToolResult, assistant, tool_result
 
 
 class FunctionCallingAgent(LoopAgent):
@@ -43,9 +41,6 @@ class FunctionCallingAgent(LoopAgent):
 
     def result_messages(self, calls: list[ToolCall], results: list[ToolResult]) -> list[Message]:
         return [tool_result(c.id, r.content) for c, r in zip(calls, results, strict=True)]
-
-    def feedback(self, problem: str) -> Message:
-        return user(f"{FEEDBACK_PREFIX} your last output could not be used: {problem}.")
 
     def render_example(self, example: Example) -> str:
         call = dump({"name": example.name, "arguments": example.arguments})

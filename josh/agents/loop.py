@@ -2,7 +2,8 @@
 calls on the turn's fork of the state, feed results (or corrective feedback) back, until the agent speaks.
 
 Subclasses only say how to read an output and how to write messages (``read``, ``action_message``,
-``result_messages``, ``feedback``, ``render_example``); caps, error categories and n-way sampling live here.
+``result_messages``, ``render_example``; ``TextProtocolAgent`` supplies the message hooks for plain-text
+protocols); corrective feedback, caps, error categories and n-way sampling live here.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from josh.agents.parsing import Parsed, ReadCall
 from josh.agents.prompting import Example, examples, render
 from josh.envs.base import ConversationState, Env
 from josh.llm.base import LLM, Completion, LLMError, Sampling
-from josh.types import ErrorCategory, Message, Task, ToolCall, ToolResult, system
+from josh.types import ErrorCategory, Message, Task, ToolCall, ToolResult, assistant, system, user
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,9 @@ class AgentConfig(BaseModel):
     max_generations: int = Field(3, ge=1, description="model calls per agent turn before it ends without a reply")
     max_calls_per_generation: int = Field(3, ge=1, description="tool calls run from one output; extra ones dropped")
     examples: int = Field(2, ge=0, description="worked examples shown in the system prompt")
+
+
+FEEDBACK_PREFIX = "FEEDBACK"
 
 
 class LoopAgent(ABC):
@@ -61,9 +65,9 @@ class LoopAgent(ABC):
     def result_messages(self, calls: list[ToolCall], results: list[ToolResult]) -> list[Message]:
         """The messages that show the model its calls' results."""
 
-    @abstractmethod
     def feedback(self, problem: str) -> Message:
         """The corrective message after an output that could not be used."""
+        return user(f"{FEEDBACK_PREFIX} your last output could not be used: {problem}.")
 
     @abstractmethod
     def render_example(self, example: Example) -> str:
@@ -148,6 +152,19 @@ class LoopAgent(ABC):
         except Exception as exc:  # an environment must not raise, but one bad call must not end the run either
             log.exception("environment raised on %s", read.call.name)
             return ToolResult(content=f"ERROR: the tool failed ({type(exc).__name__})", error=ErrorCategory.TOOL_ERROR)
+
+
+class TextProtocolAgent(LoopAgent):
+    """A protocol written as plain text (ReACT, ACT): the output is logged as the model wrote it, up to the part
+    acted on, and the results come back as one user message of ``result_prefix`` lines."""
+
+    result_prefix: ClassVar[str]
+
+    def action_message(self, parsed: Parsed) -> Message:
+        return assistant(parsed.text)
+
+    def result_messages(self, calls: list[ToolCall], results: list[ToolResult]) -> list[Message]:
+        return [user("\n".join(f"{self.result_prefix} {r.content}" for r in results))]
 
 
 def _failed(state: ConversationState) -> AgentTurn:

@@ -8,32 +8,22 @@ a SPEAK is never recorded after a result it did not see.
 
 from __future__ import annotations
 
-from josh.agents.loop import LoopAgent
+from josh.agents.loop import TextProtocolAgent
 from josh.agents.parsing import END_MARKER, Parsed, parse_react
 from josh.agents.prompting import Example, dump
 from josh.llm.base import Completion
-from josh.types import Message, ToolCall, ToolResult, assistant, user
 
 RESULT_PREFIX = "APIRETURN"
-FEEDBACK_PREFIX = "FEEDBACK"
 
 
-class ReactAgent(LoopAgent):
+class ReactAgent(TextProtocolAgent):
     """PLAN / APICALL / SPEAK, each command ending with ``<COMMAND_END>``."""
 
     protocol = "react"
+    result_prefix = RESULT_PREFIX
 
     def read(self, completion: Completion) -> Parsed:
         return parse_react(completion.text, max_calls=self.config.max_calls_per_generation)
-
-    def action_message(self, parsed: Parsed) -> Message:
-        return assistant(parsed.text)
-
-    def result_messages(self, calls: list[ToolCall], results: list[ToolResult]) -> list[Message]:
-        return [user("\n".join(f"{RESULT_PREFIX} {r.content}" for r in results))]
-
-    def feedback(self, problem: str) -> Message:
-        return user(f"{FEEDBACK_PREFIX} your last output could not be used: {problem}.")
 
     def render_example(self, example: Example) -> str:
         call = dump({"name": example.name, "parameters": example.arguments})
