@@ -43,14 +43,27 @@ USER_BASE_URL = typer.Option(
 )
 TEMPERATURE = typer.Option(None, min=0.0, help="agent sampling temperature (default: the agent's)")
 MAX_NEW_TOKENS = typer.Option(None, min=1, help="agent max new tokens per generation (default: the agent's)")
+LLM_OPTION = typer.Option(
+    None,
+    "--llm-option",
+    help="agent backend setting KEY=VALUE, repeatable: dtype=bfloat16, load_in_4bit=true, max_batch_size=64, "
+    "prefix_cache_tokens=0, gpu_memory_utilization=0.8, max_concurrency=32, ... (see josh.llm.factory.LLMConfig)",
+)
 
 
 def _components(**names: object) -> object:
     """ComponentOptions from CLI values; temperature / max_new_tokens become the agent's sampling."""
     from josh.components import ComponentOptions
     from josh.llm.base import Sampling
+    from josh.recipes import parse_override
 
     temperature, max_new = names.pop("temperature"), names.pop("max_new_tokens")
+    llm_options = {}
+    for text in names.pop("llm_option", None) or []:
+        path, value = parse_override(text)
+        if len(path) != 1:
+            raise ValueError(f"bad --llm-option {text!r}: expected KEY=VALUE with a plain key, e.g. dtype=bfloat16")
+        llm_options[path[0]] = value
     sampling = None
     if temperature is not None or max_new is not None:
         defaults = Sampling()
@@ -58,7 +71,7 @@ def _components(**names: object) -> object:
             temperature=defaults.temperature if temperature is None else temperature,
             max_new_tokens=defaults.max_new_tokens if max_new is None else max_new,
         )
-    return ComponentOptions(**names, agent_sampling=sampling)
+    return ComponentOptions(**names, llm_options=llm_options, agent_sampling=sampling)
 
 
 def _fail(exc: Exception) -> typer.Exit:
@@ -82,6 +95,7 @@ def rollout(
     user_base_url: str | None = USER_BASE_URL,
     temperature: float | None = TEMPERATURE,
     max_new_tokens: int | None = MAX_NEW_TOKENS,
+    llm_option: list[str] | None = LLM_OPTION,
     beam: int = typer.Option(8, min=1, help="most live leaves per task"),
     branching: int = typer.Option(2, min=1, help="agent turns sampled per leaf while the beam has room"),
     max_depth: int = typer.Option(15, min=1, help="most agent turns per conversation"),
@@ -105,7 +119,7 @@ def rollout(
             env=env, data=data, split=split, agent=agent, backend=backend, model=model, user=user,
             user_backend=user_backend, user_model=user_model, limit=limit,
             base_url=base_url, user_base_url=user_base_url,
-            temperature=temperature, max_new_tokens=max_new_tokens,
+            temperature=temperature, max_new_tokens=max_new_tokens, llm_option=llm_option,
         )  # fmt: skip
         search = SearchConfig(max_beam=beam, branching=branching, max_depth=max_depth)
         options = RolloutOptions(
@@ -146,6 +160,7 @@ def eval_(
     user_base_url: str | None = USER_BASE_URL,
     temperature: float | None = TEMPERATURE,
     max_new_tokens: int | None = MAX_NEW_TOKENS,
+    llm_option: list[str] | None = LLM_OPTION,
     trials: int = typer.Option(1, min=1, help="conversations per task (pass^k for k = 1..trials)"),
     max_turns: int = typer.Option(15, min=1, help="most agent turns per conversation"),
     limit: int | None = LIMIT,
@@ -164,7 +179,7 @@ def eval_(
             env=env, data=data, split=split, agent=agent, backend=backend, model=model, user=user,
             user_backend=user_backend, user_model=user_model, limit=limit,
             base_url=base_url, user_base_url=user_base_url,
-            temperature=temperature, max_new_tokens=max_new_tokens,
+            temperature=temperature, max_new_tokens=max_new_tokens, llm_option=llm_option,
         )  # fmt: skip
         built = build_components(options)
         summary = asyncio.run(

@@ -7,6 +7,7 @@ rule-based ``agenda`` / ``scripted`` users run without a model, so no model is l
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,6 +38,11 @@ class ComponentOptions(BaseModel):
     base_url: str | None = Field(None, description="the agent's OpenAI-compatible endpoint (openai backend)")
     user_base_url: str | None = Field(
         None, description="the user's endpoint (default: base_url when the user shares the agent's backend and model)"
+    )
+    llm_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="settings of the agent's backend (LLMConfig fields, e.g. dtype, load_in_4bit, max_batch_size); "
+        "a user simulator on the same backend and model shares that backend",
     )
     limit: int | None = Field(None, ge=1)
     agent_sampling: Sampling | None = None
@@ -82,22 +88,24 @@ def build_components(options: ComponentOptions) -> Components:
     tasks = env.tasks(options.split)[: options.limit]
     llms: dict[tuple[str, str | None, str | None], LLM] = {}
 
-    def llm_for(backend: str, model: str | None, base_url: str | None) -> LLM:
+    def llm_for(backend: str, model: str | None, base_url: str | None, settings: dict[str, Any]) -> LLM:
         key = (backend, model, base_url)
         if base_url and backend != "openai":
             raise ValueError(f"a base URL ({base_url}) only applies to the openai backend, not {backend!r}")
         if key not in llms:
-            llms[key] = make_llm(backend, model, **({"base_url": base_url} if base_url else {}))
+            llms[key] = make_llm(backend, model, **settings, **({"base_url": base_url} if base_url else {}))
         return llms[key]
 
     agent_llm = None
     if options.agent not in LLM_FREE_AGENTS:
-        agent_llm = llm_for(options.backend, options.model, options.base_url)
+        agent_llm = llm_for(options.backend, options.model, options.base_url, options.llm_options)
     user_llm = None
     if options.user not in LLM_FREE_USERS:
         shared = options.user_backend is None and options.user_model is None
         user_url = options.user_base_url or (options.base_url if shared else None)
-        user_llm = llm_for(options.user_backend or options.backend, options.user_model or options.model, user_url)
+        user_key = (options.user_backend or options.backend, options.user_model or options.model, user_url)
+        same = user_key == (options.backend, options.model, options.base_url)
+        user_llm = llm_for(*user_key, options.llm_options if same else {})
     agent_opts = {"sampling": options.agent_sampling} if options.agent_sampling and agent_llm else {}
     user_opts = {"sampling": options.user_sampling} if options.user_sampling and user_llm else {}
     agent = make_agent(options.agent, env, agent_llm, **agent_opts)

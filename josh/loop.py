@@ -139,7 +139,7 @@ class Loop:
         return ComponentOptions(
             env=s.env, data=s.data, split=split, agent=s.agent, backend=s.backend, model=model, user=s.user,
             user_backend=s.user_backend, user_model=s.user_model, base_url=s.base_url,
-            user_base_url=s.user_base_url, agent_sampling=sampling,
+            user_base_url=s.user_base_url, llm_options=s.llm_options, agent_sampling=sampling,
         )  # fmt: skip
 
     def _build(self, split: str, model: str, sampling: Any) -> Components:
@@ -220,7 +220,10 @@ class Loop:
         return [t.id for t in self.eval_tasks()]
 
     def _setup_config(self) -> dict[str, Any]:
-        return self.recipe.setup.model_dump(mode="json", exclude={"model"})
+        config = self.recipe.setup.model_dump(mode="json", exclude={"model"})
+        if not config["llm_options"]:  # absent before backend settings existed: older runs keep resuming
+            del config["llm_options"]
+        return config
 
     def warm_start(self, config: WarmStartConfig) -> Path:
         """Scripted demonstrations in the agent's format; returns their SFT file."""

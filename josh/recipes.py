@@ -242,6 +242,9 @@ class AgentSetup(_Strict):
     agent_options: dict[str, Any] = Field(
         default_factory=dict, description="prompted-agent options: examples, max_generations, max_calls_per_generation"
     )
+    llm_options: dict[str, Any] = Field(
+        default_factory=dict, description="agent backend settings (LLMConfig fields: dtype, load_in_4bit, ...)"
+    )
 
 
 class EvalSpec(_Strict):

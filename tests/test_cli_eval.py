@@ -29,3 +29,36 @@ def test_replay_agent_with_scripted_user_on_retail(shared_data, tmp_path):
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["conversations"] == 20 and summary["average_reward"]["mean"] > 0.9
+
+
+def test_llm_options_reach_the_agent_backend(tmp_path):
+    reply = 'Action: {"name": "find_restaurant", "arguments": {"area": "centre"}}'
+    args = [
+        "eval",
+        "--agent",
+        "act",
+        "--backend",
+        "scripted",
+        "--limit",
+        "2",
+        "--max-turns",
+        "1",
+        "--out",
+        str(tmp_path),
+    ]
+    result = CliRunner().invoke(
+        app, [*args, "--llm-option", f"replies=[{json.dumps(reply)}, 'Which day would suit you?']", "--no-progress"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    said = {m["content"] for line in lines for m in line["messages"] if m["role"] == "assistant"}
+    assert len(lines) == 2 and reply in said, "the agent spoke the scripted replies given as an option"
+
+
+def test_bad_llm_options_are_one_clear_error(tmp_path):
+    base = ["eval", "--agent", "act", "--backend", "scripted", "--out", str(tmp_path)]
+    unknown = CliRunner().invoke(app, [*base, "--llm-option", "wizardry=3"])
+    assert unknown.exit_code == 2 and "wizardry" in unknown.output
+    no_value = CliRunner().invoke(app, [*base, "--llm-option", "replies"])
+    assert no_value.exit_code == 2 and "key=value" in no_value.output.lower()
+    assert not (tmp_path / "results.jsonl").exists()

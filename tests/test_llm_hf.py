@@ -107,6 +107,23 @@ async def test_peft_adapter_loaded_without_merging(tmp_path, llm):
         tuned.close()
 
 
+async def test_shared_system_prompt_is_computed_once(llm):
+    from josh.llm.hf import HFLLM
+
+    long_system = system("You book restaurants, hotels and trains for visitors. " * 12)
+    conversations = [[long_system, user(q)] for q in ("A cheap hotel, please.", "Any trains to London?")]
+    greedy = Sampling(temperature=0.0, max_new_tokens=12)
+    uncached = HFLLM(net=llm.net, tokenizer=llm.tokenizer, prefix_cache_tokens=0)
+    try:
+        expected = await asyncio.gather(*(uncached.chat(c, sampling=greedy) for c in conversations))
+    finally:
+        uncached.close()
+    saved = llm.prefix_cache.saved_tokens
+    got = await asyncio.gather(*(llm.chat(c, sampling=greedy) for c in conversations))
+    assert [r[0].text for r in got] == [r[0].text for r in expected]
+    assert llm.prefix_cache.saved_tokens - saved > 100, "the second row reuses the system prompt's states"
+
+
 def test_four_bit_on_cpu_is_a_clear_error():
     from josh.llm.hf import load_model
 

@@ -124,6 +124,21 @@ def test_changed_settings_rerun_only_what_depends_on_them(tmp_path: Path) -> Non
     assert len(stale) == 1 and (stale[0] / "results.jsonl").is_file()  # the old results are kept, not deleted
 
 
+def test_backend_settings_reach_every_stage_and_count_as_settings(tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def recording(options: ComponentOptions, agent_options: dict[str, Any]) -> Components:
+        seen.append(options.llm_options)
+        return builder(options, agent_options)
+
+    run(tmp_path, StubTrainer())
+    setup = {"agent": "act", "backend": "scripted", "model": "base", "agent_options": {"examples": 0}}
+    changed = recipe(tmp_path, setup={**setup, "llm_options": {"max_batch_size": 4}})
+    result = Loop(changed, trainer=StubTrainer(), builder=recording, progress=False).run()
+    assert "eval base" in result.ran and "round 1 rollouts" in result.ran
+    assert seen and all(options == {"max_batch_size": 4} for options in seen)
+
+
 def test_second_round_searches_new_tasks_with_the_newest_checkpoint(tmp_path: Path) -> None:
     from josh.manifest import input_digest
 

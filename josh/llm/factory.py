@@ -34,6 +34,9 @@ class LLMConfig(BaseModel):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     device: str | None = Field(None, description="torch device for hf; default cuda when available, else cpu")
     load_in_4bit: bool = Field(False, description="hf: bitsandbytes NF4 weights (CUDA only)")
+    prefix_cache_tokens: int = Field(
+        8192, ge=0, description="hf: prompt-prefix tokens whose key/value states are kept for reuse (0: off)"
+    )
     max_prompt_tokens: int | None = Field(None, ge=1, description="longer prompts fail with LLMError")
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1, description="vllm")
     max_model_len: int | None = Field(None, ge=1, description="vllm")
@@ -94,6 +97,7 @@ def build_llm(config: LLMConfig, *, policy: Any = None) -> LLM:
             max_batch_size=config.max_batch_size,
             batch_window_ms=config.batch_window_ms,
             max_prompt_tokens=config.max_prompt_tokens,
+            prefix_cache_tokens=config.prefix_cache_tokens,
         )
     from josh.llm.vllm import VLLMLLM
 
