@@ -49,7 +49,7 @@ def run_with_table(recipe_path: str, overrides: list[str], *, progress: bool = T
     from josh.llm.models import ModelNotFoundError
     from josh.loop import Loop
     from josh.recipes import RecipeError, load_loop_recipe
-    from josh.report import collect
+    from josh.report import collect, comparisons
     from josh.training.data import DatasetError
     from josh.training.model import TemplateError
 
@@ -63,6 +63,8 @@ def run_with_table(recipe_path: str, overrides: list[str], *, progress: bool = T
         raise typer.Exit(2) from None
     models, rollouts, _ = collect(result)
     print_models(models, console)
+    for comparison in comparisons(models):
+        console.print(comparison.describe(), highlight=False)
     for r in rollouts:
         console.print(
             f"round {r.round} rollouts: {r.tasks} tasks, {r.success} reached 100%, {r.llm_calls:,} LLM calls, "

@@ -10,14 +10,15 @@ Layout under ``<output_dir>/<name>/``::
     round-0/warmstart/eval/       its evaluation
     round-R/rollouts/             JOSH search trees of round R (the previous round's policy acts)
     round-R/extract/              sft.jsonl, kto.jsonl, dpo.jsonl
-    round-R/train-sft/ train-kto/ adapters (each trained from the base model)
+    round-R/train-sft/ train-kto/ adapters
     round-R/eval-sft/ eval-kto/   their evaluations
     report.md, plots/
 
 Every stage writes a manifest (``josh.manifest``) and is skipped when it already finished for the same inputs, so
-a killed loop restarted with the same command resumes where it stopped. The SFT arm is retrained from the base
-model each round on the warm-start rows plus every round's ideal paths so far (``accumulate``); the KTO arm trains
-from the base model on its round's good/bad turns, as in the paper. ``policy`` picks the arm whose adapter runs the
+a killed loop restarted with the same command resumes where it stopped. By default the SFT arm is retrained from the
+base model each round on the warm-start rows plus every round's ideal paths so far (``accumulate``); with
+``sft_from: policy`` it instead continues the adapter that ran the round's rollouts, on that round's ideal paths only.
+The KTO arm trains from the base model on its round's good/bad turns, as in the paper. ``policy`` picks the arm whose adapter runs the
 next round's rollouts.
 """
 
@@ -243,23 +244,29 @@ class Loop:
         self._stage("warm-start data", folder, stage_config, {}, work, data.is_file)
         return data
 
-    def train(self, name: str, folder: Path, arm: TrainRecipe, sources: list[Path], method: str) -> Path:
-        """Train one arm from the base model on the concatenated ``sources`` into ``folder``."""
+    def train(
+        self, name: str, folder: Path, arm: TrainRecipe, sources: list[Path], method: str, start: Path | None = None
+    ) -> Path:
+        """Train one arm on the concatenated ``sources`` into ``folder``: a fresh adapter on the base model, or the
+        adapter ``start`` trained further."""
         from josh.training.runner import last_checkpoint
 
         data = folder / "data.jsonl"
+        model = arm.model.model_copy(update={"adapter": str(start) if start is not None else None})
 
         def work() -> None:
             _concat(sources, data)
-            recipe = arm.model_copy(
-                update={"method": method, "data": data, "output_dir": folder.parent, "run_name": folder.name}
-            )
+            update = {"method": method, "data": data, "output_dir": folder.parent, "run_name": folder.name}
+            recipe = arm.model_copy(update={**update, "model": model})
             if (folder / "metrics.json").is_file():
                 return
             self.trainer(recipe, last_checkpoint(folder) is not None)
 
-        config = {"train": arm.model_dump(mode="json", exclude={"data", "output_dir", "run_name"}), "method": method}
-        inputs = {f"data{i}": p for i, p in enumerate(sources)}
+        skip = {"data": True, "output_dir": True, "run_name": True, "model": {"adapter"}}  # the start is an input
+        config = {"train": arm.model_dump(mode="json", exclude=skip), "method": method}
+        inputs: dict[str, Any] = {f"data{i}": p for i, p in enumerate(sources)}
+        if start is not None:
+            inputs["start"] = start
         self._stage(name, folder, config, inputs, work, lambda: (folder / "metrics.json").is_file())
         self.result.trained.append((name, folder))
         return folder
@@ -343,10 +350,13 @@ class Loop:
             sources = [*sft_sources, extracted / "sft.jsonl"] if recipe.accumulate else [extracted / "sft.jsonl"]
             if recipe.accumulate:
                 sft_sources.append(extracted / "sft.jsonl")
+            start = policy if recipe.sft_from == "policy" and isinstance(policy, Path) else None
             if _rows(sources) == 0:
                 self.log(f"  round {r}: no SFT rows (no tree reached min_reward); the SFT arm keeps its policy")
             else:
-                adapters["sft"] = self.train(f"round {r} train-sft", folder / "train-sft", recipe.sft, sources, "sft")
+                adapters["sft"] = self.train(
+                    f"round {r} train-sft", folder / "train-sft", recipe.sft, sources, "sft", start
+                )
         if recipe.kto is not None:
             if _rows([extracted / "kto.jsonl"]) == 0:
                 self.log(f"  round {r}: no KTO rows; the KTO arm is not trained this round")

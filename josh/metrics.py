@@ -60,6 +60,27 @@ def bootstrap(groups: Sequence[Sequence[float]], *, samples: int = 2000, seed: i
     return Interval(mean=sum(flat) / len(flat), low=float(low), high=float(high))
 
 
+class PairedDifference(BaseModel):
+    """How much ``after`` beats ``before`` on the tasks both were evaluated on (per-task means, paired)."""
+
+    difference: Interval
+    tasks: int
+    better: int
+    worse: int
+
+
+def paired_difference(before: dict[str, list[float]], after: dict[str, list[float]]) -> PairedDifference:
+    """Mean per-task improvement with a bootstrap 95% interval over the shared tasks, and how many tasks moved."""
+    shared = sorted(before.keys() & after.keys())
+    diffs = [float(np.mean(after[t]) - np.mean(before[t])) for t in shared if before[t] and after[t]]
+    return PairedDifference(
+        difference=bootstrap([[d] for d in diffs]),
+        tasks=len(diffs),
+        better=sum(d > 0 for d in diffs),
+        worse=sum(d < 0 for d in diffs),
+    )
+
+
 def _all_errors(record: ConversationRecord) -> list[ErrorCategory]:
     return list(record.errors) + list(record.tool_errors)
 

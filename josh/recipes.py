@@ -37,6 +37,9 @@ class ModelSpec(_Strict):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     attn_implementation: str | None = None
     chat_template: str | None = Field(None, description="path to a Jinja training template that replaces the model's")
+    adapter: str | None = Field(
+        None, description="SFT only: continue training this LoRA adapter folder instead of starting a fresh adapter"
+    )
 
 
 class LoraSpec(_Strict):
@@ -123,6 +126,11 @@ class TrainRecipe(_Strict):
     def _check_method(self) -> TrainRecipe:
         if self.quantization.load_in_4bit and not self.lora.enabled:
             raise ValueError("quantization.load_in_4bit needs lora.enabled: 4-bit weights cannot be trained directly")
+        if self.model.adapter and (self.method != "sft" or not self.lora.enabled):
+            raise ValueError(
+                "model.adapter (continue a LoRA adapter) needs method sft with lora.enabled; KTO and DPO take their "
+                "reference from the adapter-free base, so they start from a fresh adapter"
+            )
         return self
 
     @property
@@ -286,6 +294,11 @@ class LoopRecipe(_Strict):
     kto: TrainRecipe | None = None
     policy: Literal["sft", "kto"] | None = Field(None, description="arm whose checkpoint runs the next round")
     accumulate: bool = Field(True, description="SFT trains on the warm start plus every round's rows so far")
+    sft_from: Literal["base", "policy"] = Field(
+        "base",
+        description="base: each SFT adapter is trained fresh from the base model; policy: it continues the adapter "
+        "that ran the round's rollouts, on that round's rows only (needs accumulate: false)",
+    )
     eval: EvalSpec = Field(default_factory=EvalSpec)
 
     @model_validator(mode="after")
@@ -301,6 +314,11 @@ class LoopRecipe(_Strict):
                     f"{method}.model.name ({arm.model.name}) must be the loop's base model setup.model "
                     f"({self.setup.model})"
                 )
+        if self.sft_from == "policy" and self.accumulate:
+            raise ValueError(
+                "sft_from: policy continues the previous adapter on each round's new rows; set accumulate: false "
+                "(accumulate: true retrains from the base model on every row so far)"
+            )
         if self.policy is not None and getattr(self, self.policy) is None:
             raise ValueError(f"policy {self.policy!r} names an arm the recipe does not train")
         return self

@@ -10,7 +10,8 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from josh.metrics import Interval, Summary
+from josh.jsonl import iter_jsonl
+from josh.metrics import Interval, PairedDifference, Summary, paired_difference
 
 
 def fmt_interval(iv: Interval) -> str:
@@ -79,6 +80,60 @@ class TrainCost(BaseModel):
     steps: int
     loss: float | None
     wall_s: float
+
+
+class Comparison(BaseModel):
+    """A model against the one it grew from, on the same tasks."""
+
+    after: str
+    before: str
+    result: PairedDifference
+
+    def describe(self) -> str:
+        r = self.result
+        d = r.difference
+        return (
+            f"{self.after} vs {self.before}: {d.mean:+.3f} [{d.low:+.3f}, {d.high:+.3f}] average reward over "
+            f"{r.tasks} tasks ({r.better} better, {r.worse} worse)"
+        )
+
+
+def task_rewards(folder: Path) -> dict[str, list[float]]:
+    """Rewards per task id from an evaluation's ``results.jsonl``."""
+    rewards: dict[str, list[float]] = {}
+    for record in iter_jsonl(folder / "results.jsonl"):
+        rewards.setdefault(str(record["task_id"]), []).append(float(record["reward"]))
+    return rewards
+
+
+def comparisons(models: list[ModelRow]) -> list[Comparison]:
+    """Each model against the one it grew from (the last model of an earlier round; the first model for round-0
+    models), and against the first model too when that is a different one."""
+    rewards = {m.folder: task_rewards(Path(m.folder)) for m in models}
+    out = []
+    for i, model in enumerate(models[1:], start=1):
+        earlier = [m for m in models[:i] if m.round < model.round]
+        references = [earlier[-1] if earlier else models[0]]
+        if references[0] is not models[0]:
+            references.append(models[0])
+        for ref in references:
+            result = paired_difference(rewards[ref.folder], rewards[model.folder])
+            out.append(Comparison(after=model.label, before=ref.label, result=result))
+    return out
+
+
+def comparison_table(items: list[Comparison]) -> list[str]:
+    """Markdown rows of paired comparisons."""
+    rows = []
+    for c in items:
+        r = c.result
+        same = r.tasks - r.better - r.worse
+        d = r.difference
+        rows.append(
+            [c.after, c.before, f"{d.mean:+.3f} [{d.low:+.3f}, {d.high:+.3f}]", str(r.better), str(r.worse), str(same)]
+        )
+    header = ["model", "compared with", "average reward difference [95% CI]", "tasks better", "worse", "same"]
+    return _md_table(header, rows)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
@@ -174,6 +229,17 @@ def write_loop_report(result: Any, *, title: str = "josh loop") -> Path:
             ("Average reward per round", plot_rounds(models, plots / "rounds.png")),
         ]
         lines += [f"![{caption}](plots/{path.name})\n" for caption, path in figures if path is not None]
+        paired = comparisons(models)
+        if paired:
+            lines += [
+                "## Paired comparisons",
+                "",
+                "Per-task reward differences on the same held-out tasks, with 95% bootstrap intervals over tasks; an "
+                "interval above zero supports an improvement.",
+                "",
+                *comparison_table(paired),
+                "",
+            ]
     if rollouts:
         lines += ["## Rollout cost", ""]
         lines += _md_table(

@@ -37,11 +37,13 @@ class StubTrainer:
 
     def __init__(self, fail_on: int | None = None) -> None:
         self.calls: list[tuple[str, int, bool]] = []
+        self.starts: list[str | None] = []
         self.fail_on = fail_on
 
     def __call__(self, recipe: Any, resume: bool) -> Path:
         rows = sum(1 for line in Path(recipe.data).read_text().splitlines() if line.strip())
         self.calls.append((recipe.run_name, rows, resume))
+        self.starts.append(recipe.model.adapter)
         if self.fail_on is not None and len(self.calls) == self.fail_on:
             raise KeyboardInterrupt("killed during training")
         run = recipe.output_dir / recipe.run_name
@@ -139,6 +141,20 @@ def test_backend_settings_reach_every_stage_and_count_as_settings(tmp_path: Path
     assert seen and all(options == {"max_batch_size": 4} for options in seen)
 
 
+def test_sft_from_policy_continues_the_adapter_on_new_rows_only(tmp_path: Path) -> None:
+    trainer = StubTrainer()
+    result = run(tmp_path, trainer, rounds=2, kto=None, accumulate=False, sft_from="policy")
+    run_dir = tmp_path / "scripted"
+    assert [name for name, _, _ in trainer.calls] == ["train", "train-sft", "train-sft"]
+    warm = run_dir / "round-0" / "warmstart" / "train"
+    assert trainer.starts == [None, str(warm), str(run_dir / "round-1" / "train-sft")]
+    round_rows = [
+        sum(1 for _ in (run_dir / f"round-{r}" / "extract" / "sft.jsonl").open()) for r in (1, 2)
+    ]  # fmt: skip
+    assert [rows for _, rows, _ in trainer.calls[1:]] == round_rows
+    assert "round 2 train-sft" in result.ran
+
+
 def test_second_round_searches_new_tasks_with_the_newest_checkpoint(tmp_path: Path) -> None:
     from josh.manifest import input_digest
 
@@ -159,6 +175,7 @@ def test_second_round_searches_new_tasks_with_the_newest_checkpoint(tmp_path: Pa
         ({"policy": "kto", "kto": None}, "names an arm"),
         ({"setup": {"model": "other"}}, "must be the loop's base model"),
         ({"rounds": 0}, "greater than or equal to 1"),
+        ({"sft_from": "policy"}, "set accumulate: false"),
     ],
 )
 def test_bad_recipes_are_refused(tmp_path: Path, changes: dict[str, Any], message: str) -> None:

@@ -66,6 +66,14 @@ def test_4bit_needs_lora():
         build_recipe({"quantization": {"load_in_4bit": True}, "lora": {"enabled": False}})
 
 
+def test_continuing_an_adapter_is_sft_with_lora_only():
+    assert build_recipe({"model": {"adapter": "runs/x/train"}}).model.adapter == "runs/x/train"
+    with pytest.raises(RecipeError, match="model.adapter"):
+        build_recipe({"method": "kto", "model": {"adapter": "runs/x/train"}})
+    with pytest.raises(RecipeError, match="model.adapter"):
+        build_recipe({"model": {"adapter": "runs/x/train"}, "lora": {"enabled": False}})
+
+
 @pytest.mark.parametrize("path", RECIPES, ids=lambda p: p.name)
 def test_shipped_recipes_are_valid(path):
     recipe = load_recipe(path)

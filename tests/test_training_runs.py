@@ -92,6 +92,31 @@ def test_tiny_sft_lowers_loss_saves_a_loadable_adapter_and_resumes(tmp_path):
     assert [e["step"] for e in resumed["loss_curve"]] == [3]
 
 
+def test_sft_continues_a_trained_adapter(tmp_path):
+    from safetensors.torch import load_file
+
+    from josh.training.model import ModelNotFoundError
+    from josh.training.runner import train
+
+    data = write_jsonl(tmp_path / "sft.jsonl", [{"messages": react_conversation("chinese")}] * 2)
+    first = train(recipe_for("tiny-sft", tmp_path, data, "optim.max_steps=2", "optim.learning_rate=2e-3"))
+    start = load_file(first / "adapter_model.safetensors")
+    assert any(name.endswith("lora_B.weight") and w.abs().sum() > 0 for name, w in start.items())
+    frozen = ["optim.max_steps=1", "optim.learning_rate=1e-12", "run_name=continued", f"model.adapter={first}"]
+    continued = train(recipe_for("tiny-sft", tmp_path, data, *frozen))
+    after = load_file(continued / "adapter_model.safetensors")
+    assert after.keys() == start.keys()
+    assert all(torch_allclose(after[k], start[k]) for k in start), "a fresh adapter would have zero lora_B weights"
+    with pytest.raises(ModelNotFoundError, match="not a PEFT adapter"):
+        train(recipe_for("tiny-sft", tmp_path, data, "run_name=bad", f"model.adapter={tmp_path}"))
+
+
+def torch_allclose(a, b) -> bool:
+    import torch
+
+    return torch.allclose(a.float(), b.float(), atol=1e-6)
+
+
 def test_tiny_kto_lowers_loss_and_saves_an_adapter(tmp_path):
     from josh.training.runner import train
 

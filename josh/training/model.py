@@ -129,7 +129,23 @@ def load_model(recipe: TrainRecipe) -> Any:
         from peft import prepare_model_for_kbit_training
 
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=recipe.optim.gradient_checkpointing)
+    if recipe.model.adapter:
+        model = with_trainable_adapter(model, recipe.model.adapter)
     return model
+
+
+def with_trainable_adapter(model: Any, folder: str) -> Any:
+    """``model`` with a trained LoRA adapter attached and trainable, so fine-tuning continues from it."""
+    from peft import PeftModel
+
+    from josh.llm.models import is_adapter_dir
+
+    if not is_adapter_dir(folder):
+        raise ModelNotFoundError(f"model.adapter {folder!r} is not a PEFT adapter folder (no adapter_config.json)")
+    try:
+        return PeftModel.from_pretrained(model, folder, is_trainable=True)
+    except (RuntimeError, ValueError, KeyError) as exc:
+        raise ModelNotFoundError(f"adapter {folder} does not fit the base model: {exc}") from None
 
 
 def lora_config(spec: LoraSpec) -> Any:

@@ -27,6 +27,6 @@ def build_trainer(
         args=args,
         train_dataset=to_dataset(rows),
         processing_class=tokenizer,
-        peft_config=lora_config(recipe.lora),
+        peft_config=None if recipe.model.adapter else lora_config(recipe.lora),
         callbacks=callbacks,
     )
