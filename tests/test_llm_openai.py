@@ -135,6 +135,19 @@ async def test_text_reply_usage_and_cost(server):
     assert llm.usage.calls == 1 and llm.usage.prompt_tokens == 100 and llm.usage.completion_tokens == 10
 
 
+async def test_reasoning_models_get_max_completion_tokens_and_no_temperature(server):
+    sampling = Sampling(temperature=0.7, top_p=0.9, max_new_tokens=33)
+    await backend(server).chat([user("hi")], sampling=sampling)
+    await OpenAILLM("o3-mini", base_url=server.url).chat([user("hi")], sampling=sampling)
+    await OpenAILLM("my-local-o1-finetune", base_url=server.url, reasoning=True).chat([user("hi")], sampling=sampling)
+    chat, reasoning, forced = server.bodies
+    assert chat["max_tokens"] == 33 and chat["temperature"] == 0.7 and chat["top_p"] == 0.9
+    assert "max_completion_tokens" not in chat
+    for body in (reasoning, forced):
+        assert body["max_completion_tokens"] == 33
+        assert not {"max_tokens", "temperature", "top_p"} & body.keys()
+
+
 async def test_native_tool_calls_parsed_and_bad_json_kept_raw(server):
     server.behaviours = ["tools"]
     tools = [{"type": "function", "function": {"name": "find_hotel", "parameters": {"type": "object"}}}]

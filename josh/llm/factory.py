@@ -51,6 +51,9 @@ class LLMConfig(BaseModel):
     prices: dict[str, tuple[float, float]] | None = Field(
         None, description="openai: USD per million (prompt, completion) tokens by model-name prefix"
     )
+    reasoning: bool | None = Field(
+        None, description="openai: an OpenAI reasoning model (max_completion_tokens, no temperature); default: by name"
+    )
     # scripted
     replies: list[str] | None = Field(None, description="scripted: canned replies, cycled")
     latency_s: float = Field(0.0, ge=0, description="scripted: simulated seconds per request")
@@ -84,6 +87,7 @@ def build_llm(config: LLMConfig, *, policy: Any = None) -> LLM:
             max_retries=config.max_retries,
             timeout_s=config.timeout_s,
             prices=config.prices,
+            reasoning=config.reasoning,
         )
     if config.backend == "hf":
         from josh.llm.hf import HFLLM

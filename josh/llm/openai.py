@@ -6,7 +6,9 @@ times, then ``LLMError``); other client errors fail at once. ``n`` goes to the A
 or returns fewer choices is asked again one sample per request (with distinct seeds when a seed is set). Native
 tool calls become ``ToolCall``s (arguments that are not valid JSON stay a raw string). Prompt tokens and their cost
 are counted once per HTTP request, on its first completion; the completion tokens of a response are shared out evenly
-over its choices (the API only reports totals).
+over its choices (the API only reports totals). OpenAI's reasoning models (o1, o3, o4, gpt-5 families; ``reasoning=``
+overrides the guess from the name) take ``max_completion_tokens`` and are sent no temperature or top_p, which they
+reject; every other model gets ``max_tokens``, which OpenAI-compatible servers expect.
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 }
 
 RETRYABLE_STATUS = {408, 409, 429}
+REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether ``model`` names one of OpenAI's reasoning models (judged by its name, after any ``org/``)."""
+    return model.rsplit("/", 1)[-1].lower().startswith(REASONING_PREFIXES)
 
 
 def price_of(model: str, prices: dict[str, tuple[float, float]]) -> tuple[float, float]:
@@ -69,6 +77,7 @@ class OpenAILLM:
         backoff_s: float = 0.5,
         max_backoff_s: float = 30.0,
         prices: dict[str, tuple[float, float]] | None = None,
+        reasoning: bool | None = None,
     ) -> None:
         if not model:
             raise ValueError("the openai backend needs a model name")
@@ -88,6 +97,7 @@ class OpenAILLM:
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self.prices = {**DEFAULT_PRICES, **(prices or {})}
+        self.reasoning = is_reasoning_model(model) if reasoning is None else reasoning
         self.usage = Usage()
         self.supports_n = True
         self.requests_sent = 0
@@ -169,16 +179,16 @@ class OpenAILLM:
     def _arguments(
         self, messages: list[Message], tools: list[dict[str, Any]] | None, n: int, sampling: Sampling
     ) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": [m.to_openai() for m in messages],
-            "temperature": max(sampling.temperature, 0.0),
-            "max_tokens": sampling.max_new_tokens,
-        }
+        kwargs: dict[str, Any] = {"model": self.model, "messages": [m.to_openai() for m in messages]}
+        if self.reasoning:
+            kwargs["max_completion_tokens"] = sampling.max_new_tokens
+        else:
+            kwargs["max_tokens"] = sampling.max_new_tokens
+            kwargs["temperature"] = max(sampling.temperature, 0.0)
+            if sampling.top_p < 1.0:
+                kwargs["top_p"] = sampling.top_p
         if n > 1:
             kwargs["n"] = n
-        if sampling.top_p < 1.0:
-            kwargs["top_p"] = sampling.top_p
         if sampling.seed is not None:
             kwargs["seed"] = sampling.seed
         if sampling.stop:
