@@ -92,16 +92,21 @@ class PrefixCache:
         if base is not None:
             base.fill(cache, 1)
         new = torch.tensor([tokens[start:]], device=self.net.device)
-        with torch.inference_mode():
-            self.net(input_ids=new, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        try:
+            with torch.inference_mode():
+                self.net(input_ids=new, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        except TypeError as exc:  # a model whose forward takes no cache or logits_to_keep
+            return self._disable(f"the model's forward does not take a cache ({exc})")
         layers = getattr(cache, "layers", [])
         if not layers or any(
             type(layer) is not DynamicLayer or layer.keys.shape[-2] != len(tokens) for layer in layers
         ):
-            log.warning("prefix caching disabled: this model's cache is not plain full attention")
-            self.enabled, self.entries = False, []
-            return None
+            return self._disable("this model's cache is not plain full attention")
         return SharedPrefix(tokens, [(layer.keys, layer.values) for layer in layers])
+
+    def _disable(self, reason: str) -> None:
+        log.warning("prefix caching disabled: %s", reason)
+        self.enabled, self.entries = False, []
 
     def _remember(self, prefix: SharedPrefix, used: SharedPrefix | None) -> None:
         """Keep ``prefix`` as the most recent entry; entries it covers and the least recent beyond budget go."""
