@@ -82,7 +82,7 @@ async def test_tools_reach_the_template_and_long_prompts_fail(llm):
     assert llm.usage.errors == errors + 1
 
 
-async def test_peft_adapter_loaded_without_merging(tmp_path, llm):
+async def test_peft_adapter_merged_or_kept_separate(tmp_path, llm):
     import torch
     from peft import LoraConfig, PeftModel, get_peft_model
     from transformers import AutoModelForCausalLM
@@ -95,16 +95,21 @@ async def test_peft_adapter_loaded_without_merging(tmp_path, llm):
     config = LoraConfig(r=4, lora_alpha=64, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
     get_peft_model(base, config).save_pretrained(tmp_path / "adapter")
 
-    tuned = HFLLM(str(tmp_path / "adapter"))
+    separate = HFLLM(str(tmp_path / "adapter"), merge_adapter=False)
+    merged = HFLLM(str(tmp_path / "adapter"))
     try:
-        assert isinstance(tuned.net, PeftModel)
-        assert any("lora_A" in name for name, _ in tuned.net.named_parameters()), "adapter must stay unmerged"
+        assert isinstance(separate.net, PeftModel)
+        assert any("lora_A" in name for name, _ in separate.net.named_parameters()), "adapter must stay separate"
+        assert not any("lora" in name for name, _ in merged.net.named_parameters())
         greedy = Sampling(temperature=0.0, max_new_tokens=8)
         [base_reply] = await llm.chat(PROMPT, sampling=greedy)
-        [tuned_reply] = await tuned.chat(PROMPT, sampling=greedy)
-        assert tuned_reply.text != base_reply.text
+        [separate_reply] = await separate.chat(PROMPT, sampling=greedy)
+        [merged_reply] = await merged.chat(PROMPT, sampling=greedy)
+        assert separate_reply.text != base_reply.text
+        assert merged_reply.text == separate_reply.text
     finally:
-        tuned.close()
+        separate.close()
+        merged.close()
 
 
 async def test_shared_system_prompt_is_computed_once(llm):

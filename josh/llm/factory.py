@@ -34,6 +34,7 @@ class LLMConfig(BaseModel):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     device: str | None = Field(None, description="torch device for hf; default cuda when available, else cpu")
     load_in_4bit: bool = Field(False, description="hf: bitsandbytes NF4 weights (CUDA only)")
+    merge_adapter: bool = Field(True, description="hf: fold a LoRA adapter into a full-precision base (never 4-bit)")
     prefix_cache_tokens: int = Field(
         8192, ge=0, description="hf: prompt-prefix tokens whose key/value states are kept for reuse (0: off)"
     )
@@ -98,6 +99,7 @@ def build_llm(config: LLMConfig, *, policy: Any = None) -> LLM:
             dtype=config.dtype,
             device=config.device,
             load_in_4bit=config.load_in_4bit,
+            merge_adapter=config.merge_adapter,
             max_batch_size=config.max_batch_size,
             batch_window_ms=config.batch_window_ms,
             max_prompt_tokens=config.max_prompt_tokens,
