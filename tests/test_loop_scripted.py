@@ -92,6 +92,8 @@ def test_loop_runs_every_stage_and_reports(tmp_path: Path) -> None:
     for label in summaries:
         assert f"| {label} |" in report
     assert "## Rollout cost" in report and "## Training" in report
+    for pair in ("| warm start | base |", "| round 1 JOSH-SFT | warm start |", "| round 1 JOSH-KTO | base |"):
+        assert pair in report, pair
     assert (run_dir / "plots" / "reward.png").stat().st_size > 1000
     assert (run_dir / "plots" / "errors.png").is_file()
     kto_rows = [json.loads(line) for line in (run_dir / "round-1" / "extract" / "kto.jsonl").read_text().splitlines()]

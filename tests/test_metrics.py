@@ -3,7 +3,7 @@ import math
 import pytest
 
 from josh.conversation import ConversationRecord
-from josh.metrics import bootstrap, pass_hat_k, summarize
+from josh.metrics import bootstrap, paired_difference, pass_hat_k, summarize
 from josh.types import ErrorCategory
 
 
@@ -59,3 +59,14 @@ def test_bootstrap_keeps_trials_of_a_task_together():
     # Two tasks, one always succeeds, one always fails: resampling tasks gives means of 0, 0.5 or 1 only.
     iv = bootstrap([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]], samples=500)
     assert iv.low in (0.0, 0.5) and iv.high in (0.5, 1.0)
+
+
+def test_paired_difference_uses_shared_tasks_and_per_task_means():
+    before = {"a": [0.0, 1.0], "b": [1.0], "c": [0.0], "only_before": [1.0]}
+    after = {"a": [1.0, 1.0], "b": [0.5], "c": [0.0], "only_after": [0.0]}
+    result = paired_difference(before, after)
+    assert result.tasks == 3 and result.better == 1 and result.worse == 1
+    assert result.difference.mean == pytest.approx((0.5 - 0.5 + 0.0) / 3)
+    assert result.difference.low <= result.difference.mean <= result.difference.high
+    same = paired_difference(before, before)
+    assert (same.difference.low, same.difference.high, same.better, same.worse) == (0.0, 0.0, 0, 0)
