@@ -20,21 +20,15 @@ import torch
 from josh.agents import make_agent
 from josh.components import build_env
 from josh.llm.base import Sampling
+from josh.llm.factory import make_llm
 from josh.llm.hf import HFLLM
 from josh.types import Message, user
-
-
-class _PromptOnly:
-    """The agent is only asked for its prompt here."""
-
-    async def chat(self, *args, **kwargs):
-        raise RuntimeError("not used")
 
 
 def conversations(count: int) -> list[list[Message]]:
     """The ACT agent's prompt over a first user turn (the original one, else the goal text) of mini test tasks."""
     env = build_env("toolwoz", "mini")
-    agent = make_agent("act", env, _PromptOnly(), examples=0)
+    agent = make_agent("act", env, make_llm("scripted", replies=["unused: only the prompt is asked for"]), examples=0)
     chats = []
     for task in env.tasks("test")[:count]:
         opening = next((m.content for m in task.transcript if m.role == "user"), task.user_goal)

@@ -60,7 +60,7 @@ def _components(**names: object) -> object:
     temperature, max_new = names.pop("temperature"), names.pop("max_new_tokens")
     llm_options = {}
     for text in names.pop("llm_option", None) or []:
-        path, value = parse_override(text)
+        path, value = parse_override(text, "--llm-option", "dtype=bfloat16")
         if len(path) != 1:
             raise ValueError(f"bad --llm-option {text!r}: expected KEY=VALUE with a plain key, e.g. dtype=bfloat16")
         llm_options[path[0]] = value

@@ -87,25 +87,25 @@ def build_components(options: ComponentOptions) -> Components:
     env = build_env(options.env, options.data)
     tasks = env.tasks(options.split)[: options.limit]
     llms: dict[tuple[str, str | None, str | None], LLM] = {}
+    agent_key = (options.backend, options.model, options.base_url)
 
-    def llm_for(backend: str, model: str | None, base_url: str | None, settings: dict[str, Any]) -> LLM:
+    def llm_for(backend: str, model: str | None, base_url: str | None) -> LLM:
         key = (backend, model, base_url)
         if base_url and backend != "openai":
             raise ValueError(f"a base URL ({base_url}) only applies to the openai backend, not {backend!r}")
         if key not in llms:
+            settings = options.llm_options if key == agent_key else {}
             llms[key] = make_llm(backend, model, **settings, **({"base_url": base_url} if base_url else {}))
         return llms[key]
 
     agent_llm = None
     if options.agent not in LLM_FREE_AGENTS:
-        agent_llm = llm_for(options.backend, options.model, options.base_url, options.llm_options)
+        agent_llm = llm_for(*agent_key)
     user_llm = None
     if options.user not in LLM_FREE_USERS:
         shared = options.user_backend is None and options.user_model is None
         user_url = options.user_base_url or (options.base_url if shared else None)
-        user_key = (options.user_backend or options.backend, options.user_model or options.model, user_url)
-        same = user_key == (options.backend, options.model, options.base_url)
-        user_llm = llm_for(*user_key, options.llm_options if same else {})
+        user_llm = llm_for(options.user_backend or options.backend, options.user_model or options.model, user_url)
     agent_opts = {"sampling": options.agent_sampling} if options.agent_sampling and agent_llm else {}
     user_opts = {"sampling": options.user_sampling} if options.user_sampling and user_llm else {}
     agent = make_agent(options.agent, env, agent_llm, **agent_opts)

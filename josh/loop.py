@@ -18,8 +18,8 @@ Every stage writes a manifest (``josh.manifest``) and is skipped when it already
 a killed loop restarted with the same command resumes where it stopped. By default the SFT arm is retrained from the
 base model each round on the warm-start rows plus every round's ideal paths so far (``accumulate``); with
 ``sft_from: policy`` it instead continues the adapter that ran the round's rollouts, on that round's ideal paths only.
-The KTO arm trains from the base model on its round's good/bad turns, as in the paper. ``policy`` picks the arm whose adapter runs the
-next round's rollouts.
+The KTO arm trains from the base model on its round's good/bad turns, as in the paper. ``policy`` picks the arm
+whose adapter runs the next round's rollouts.
 """
 
 from __future__ import annotations

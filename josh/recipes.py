@@ -179,15 +179,16 @@ def _explain(error: ValidationError, model: type[BaseModel], source: str) -> Rec
     return RecipeError(f"{where}:\n  " + "\n  ".join(lines))
 
 
-def parse_override(text: str) -> tuple[list[str], Any]:
-    """``'optim.learning_rate=1e-4'`` → (['optim', 'learning_rate'], 0.0001); the value is read as YAML."""
+def parse_override(text: str, flag: str = "--set", example: str = "optim.learning_rate=1e-4") -> tuple[list[str], Any]:
+    """``'optim.learning_rate=1e-4'`` → (['optim', 'learning_rate'], 0.0001); the value is read as YAML. ``flag``
+    and ``example`` word the error for the option being parsed."""
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
-        raise RecipeError(f"bad --set {text!r}: expected key=value, e.g. optim.learning_rate=1e-4")
+        raise RecipeError(f"bad {flag} {text!r}: expected key=value, e.g. {example}")
     try:
         value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError as exc:
-        raise RecipeError(f"bad --set {text!r}: the value is not valid YAML ({exc})") from exc
+        raise RecipeError(f"bad {flag} {text!r}: the value is not valid YAML ({exc})") from exc
     return key.strip().split("."), value
 
 

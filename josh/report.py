@@ -14,8 +14,10 @@ from josh.jsonl import iter_jsonl
 from josh.metrics import Interval, PairedDifference, Summary, paired_difference
 
 
-def fmt_interval(iv: Interval) -> str:
-    return f"{iv.mean:.3f} [{iv.low:.3f}, {iv.high:.3f}]"
+def fmt_interval(iv: Interval, *, signed: bool = False) -> str:
+    """``mean [low, high]``; ``signed`` writes every number with its sign (for differences)."""
+    f = "+.3f" if signed else ".3f"
+    return f"{iv.mean:{f}} [{iv.low:{f}}, {iv.high:{f}}]"
 
 
 def summary_rows(summary: Summary) -> list[tuple[str, str]]:
@@ -91,9 +93,8 @@ class Comparison(BaseModel):
 
     def describe(self) -> str:
         r = self.result
-        d = r.difference
         return (
-            f"{self.after} vs {self.before}: {d.mean:+.3f} [{d.low:+.3f}, {d.high:+.3f}] average reward over "
+            f"{self.after} vs {self.before}: {fmt_interval(r.difference, signed=True)} average reward over "
             f"{r.tasks} tasks ({r.better} better, {r.worse} worse)"
         )
 
@@ -128,9 +129,8 @@ def comparison_table(items: list[Comparison]) -> list[str]:
     for c in items:
         r = c.result
         same = r.tasks - r.better - r.worse
-        d = r.difference
         rows.append(
-            [c.after, c.before, f"{d.mean:+.3f} [{d.low:+.3f}, {d.high:+.3f}]", str(r.better), str(r.worse), str(same)]
+            [c.after, c.before, fmt_interval(r.difference, signed=True), str(r.better), str(r.worse), str(same)]
         )
     header = ["model", "compared with", "average reward difference [95% CI]", "tasks better", "worse", "same"]
     return _md_table(header, rows)

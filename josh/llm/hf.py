@@ -5,9 +5,9 @@ rows; rows of all requests gathered within ``batch_window_ms`` (up to ``max_batc
 ``generate`` on a worker thread, each row decoded with its own parameters (see ``josh.llm.hf_sampling``). Tokens
 the rows share at the start (system prompt, tools, the prompt of ``n`` samples, an earlier turn) are computed once
 and reused across batches (see ``josh.llm.hf_prefix``). On CPU, weights are stored input-major, which makes small
-batched matrix products several times faster. Replies
-are raw text; the agents parse tool calls from it. Prompt tokens are counted once per request, on its first
-completion, so ``Usage`` sums what was computed for distinct prompts.
+batched matrix products several times faster. Replies are raw text; the agents parse tool calls from it. Prompt
+tokens are counted once per request, on its first completion, so ``Usage`` sums what was computed for distinct
+prompts.
 
 Models load through ``resolve_model``: a hub id, a local folder, the offline ``smollm2`` default, or a PEFT adapter
 folder (its base is loaded, then the adapter is attached; it is folded into full-precision weights for speed, since
@@ -252,10 +252,11 @@ class HFLLM:
         width = start + max(len(p) - start for p in prompts)
         input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
         attention = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, ids in enumerate(prompts):  # [shared prefix | padding | own suffix]
-            input_ids[row, :start] = torch.tensor(ids[:start], dtype=torch.long)
+        if shared is not None:  # rows: [shared prefix | padding | own suffix]
+            input_ids[:, :start] = torch.tensor(shared.tokens, dtype=torch.long)
+            attention[:, :start] = 1
+        for row, ids in enumerate(prompts):
             input_ids[row, width - len(ids) + start :] = torch.tensor(ids[start:])
-            attention[row, :start] = 1
             attention[row, width - len(ids) + start :] = 1
         max_new_tokens = max(s.max_new_tokens for s in specs)
         cache = self._new_cache(len(prompts), width + max_new_tokens)

@@ -71,8 +71,9 @@ class PrefixCache:
         if length < self.min_tokens:
             return None
         tokens = tuple(prompts[0][:length])
-        best = max(self.entries, key=lambda e: common_length(e.tokens, tokens), default=None)
-        reuse = common_length(best.tokens, tokens) if best is not None else 0
+        reuse, best = max(
+            ((common_length(e.tokens, tokens), e) for e in self.entries), key=lambda m: m[0], default=(0, None)
+        )
         base = best.cut(reuse) if best is not None and reuse else None
         prefix = base if reuse == length else self._extend(base, tokens)
         if prefix is None:
