@@ -155,7 +155,8 @@ async def _search_task(task: Task, env: Env, agent: Agent, user_sim: UserSimulat
     start = time.perf_counter()
     try:
         system = _system_prompt(agent, task)
-        return await search(task, env, agent, user_sim, config, system=system)
+        preamble = agent.preamble() if hasattr(agent, "preamble") else None
+        return await search(task, env, agent, user_sim, config, system=system, preamble=preamble)
     except Exception as exc:  # one broken task must not stop a long run
         tree = Tree(task_id=task.id, goals=list(task.goals), n_goals=len(task.goals), config=config.model_dump())
         tree.error = f"search failed: {type(exc).__name__}: {exc}"

@@ -30,7 +30,7 @@ from josh.agents.base import Agent, AgentTurn
 from josh.envs.base import ConversationState, Env
 from josh.llm.base import LLMError
 from josh.tree import Node, Tree, TreeStats, chain_messages, transcript_of
-from josh.types import ErrorCategory, Task
+from josh.types import ErrorCategory, Message, Task
 from josh.users.base import UserSimulator
 
 
@@ -201,10 +201,12 @@ async def search(
     config: SearchConfig | None = None,
     *,
     system: str | None = None,
+    preamble: list[Message] | None = None,
 ) -> Tree:
     """Run the JOSH search on one task and return its tree; never raises for agent, user or task failures.
 
-    ``system`` is the system prompt the agent uses, stored in the tree so extraction can put it first."""
+    ``system`` is the system prompt the agent uses and ``preamble`` the messages it puts after it, stored in the tree
+    so extraction can put them first."""
     config = config or SearchConfig()
     start = time.perf_counter()
     tree = Tree(
@@ -212,6 +214,7 @@ async def search(
         goals=list(task.goals),
         n_goals=len(task.goals),
         system=system,
+        preamble=list(preamble or []),
         tools=_tools_seen(agent, env),
         config=config.model_dump(),
     )

@@ -63,8 +63,9 @@ class TreeStats(BaseModel):
 class Tree(BaseModel):
     """One task's search: the ``trees.jsonl`` record.
 
-    ``system`` is the system prompt the agent put in front of every request and ``tools`` the tool schemas it was
-    offered; extraction puts both into the training rows. ``error`` is set only when the task could not be searched
+    ``system`` is the system prompt the agent put in front of every request, ``preamble`` the messages it put
+    between that prompt and the conversation (worked examples as chat turns) and ``tools`` the tool schemas it was
+    offered; extraction puts all three into the training rows. ``error`` is set only when the task could not be searched
     at all (e.g. it has no goals or the environment rejected it).
     """
 
@@ -75,6 +76,7 @@ class Tree(BaseModel):
     n_goals: int = 0
     success: bool = False
     system: str | None = None
+    preamble: list[Message] = Field(default_factory=list)
     tools: list[dict[str, Any]] = Field(default_factory=list)
     config: dict[str, Any] = Field(default_factory=dict)
     nodes: list[Node] = Field(default_factory=list)
@@ -123,7 +125,7 @@ def path_messages(tree: Tree, node_id: int, *, user_reply: bool = True, with_sys
     """The conversation from the start through ``node_id``'s agent turn (and its user reply if ``user_reply``).
 
     A user reply that ended the conversation is left out: the agent never saw it."""
-    head = [system(tree.system)] if with_system and tree.system else []
+    head = ([system(tree.system)] if tree.system else []) + list(tree.preamble) if with_system else []
     return head + chain_messages(tree.lineage(node_id), user_reply=user_reply)
 
 

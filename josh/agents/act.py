@@ -5,6 +5,7 @@ Results come back as a ``user`` message starting with ``Observation:`` (text pro
 
 from __future__ import annotations
 
+from josh.agents.grammar import act_grammar
 from josh.agents.loop import TextProtocolAgent
 from josh.agents.parsing import RESPOND_ACTION, Parsed, parse_act
 from josh.agents.prompting import Example, dump
@@ -21,6 +22,9 @@ class ActAgent(TextProtocolAgent):
 
     def read(self, completion: Completion) -> Parsed:
         return parse_act(completion.text)
+
+    def grammar(self) -> str | None:
+        return act_grammar(self.env.tools)
 
     def render_example(self, example: Example) -> str:
         call = dump({"name": example.name, "arguments": example.arguments})

@@ -20,7 +20,7 @@ from josh.agents.parsing import Parsed, ReadCall
 from josh.agents.prompting import Example, examples, render
 from josh.envs.base import ConversationState, Env
 from josh.llm.base import LLM, Completion, LLMError, Sampling
-from josh.types import ErrorCategory, Message, Task, ToolCall, ToolResult, assistant, system, user
+from josh.types import ErrorCategory, Message, Task, ToolCall, ToolResult, assistant, system, tool_result, user
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,13 @@ class AgentConfig(BaseModel):
     sampling: Sampling = Field(default_factory=Sampling)
     max_generations: int = Field(3, ge=1, description="model calls per agent turn before it ends without a reply")
     max_calls_per_generation: int = Field(3, ge=1, description="tool calls run from one output; extra ones dropped")
-    examples: int = Field(2, ge=0, description="worked examples shown in the system prompt")
+    examples: int = Field(2, ge=0, description="worked examples shown to the model")
+    examples_as_turns: bool = Field(
+        False, description="give the worked examples as earlier chat turns instead of inside the system prompt"
+    )
+    constrain: bool = Field(
+        False, description="decode every output under the protocol's grammar over the tools' JSON schemas"
+    )
 
 
 FEEDBACK_PREFIX = "FEEDBACK"
@@ -51,7 +57,15 @@ class LoopAgent(ABC):
         self.llm = llm
         self.config = config or AgentConfig(**options)
         chosen = examples(getattr(env, "name", "generic"))[: self.config.examples]
-        self._example_text = "Examples:\n" + "\n\n".join(self.render_example(e) for e in chosen) if chosen else ""
+        in_prompt = chosen and not self.config.examples_as_turns
+        self._example_text = "Examples:\n" + "\n\n".join(self.render_example(e) for e in chosen) if in_prompt else ""
+        self._preamble = example_turns(self, chosen) if self.config.examples_as_turns else []
+        self.sampling = self.config.sampling
+        if self.config.constrain:
+            grammar = self.grammar()
+            if grammar is None:
+                raise ValueError(f"the {self.protocol} agent has no output grammar; drop the constrain option")
+            self.sampling = self.sampling.model_copy(update={"grammar": grammar})
 
     @abstractmethod
     def read(self, completion: Completion) -> Parsed:
@@ -73,6 +87,10 @@ class LoopAgent(ABC):
     def render_example(self, example: Example) -> str:
         """One worked example written in the agent's protocol."""
 
+    def grammar(self) -> str | None:
+        """The grammar of one output over the environment's tools, for constrained decoding (``None``: none)."""
+        return None
+
     @property
     def llm_tools(self) -> list[dict[str, Any]] | None:
         """Tool schemas passed to the backend (``None``: the tools are described in the prompt instead)."""
@@ -84,8 +102,12 @@ class LoopAgent(ABC):
             self.protocol, tools=self.env.tools, domain=self.env.system_prompt(task), example_text=self._example_text
         )
 
+    def preamble(self) -> list[Message]:
+        """Messages between the system prompt and the conversation: the worked examples, when given as turns."""
+        return list(self._preamble)
+
     def prompt(self, history: list[Message], task: Task) -> list[Message]:
-        return [system(self.system_prompt(task)), *history]
+        return [system(self.system_prompt(task)), *self._preamble, *history]
 
     async def turn(self, history: list[Message], state: ConversationState, *, n: int = 1) -> list[AgentTurn]:
         """Sample ``n`` turns: one ``n``-sample request on the shared prompt, then each branch goes on alone."""
@@ -93,7 +115,7 @@ class LoopAgent(ABC):
             raise ValueError(f"n must be >= 1, got {n}")
         prompt = self.prompt(history, state.task)
         try:
-            first = list(await self.llm.chat(prompt, tools=self.llm_tools, n=n, sampling=self.config.sampling))
+            first = list(await self.llm.chat(prompt, tools=self.llm_tools, n=n, sampling=self.sampling))
         except LLMError as exc:
             log.warning("agent LLM call failed: %s", exc)
             first = []
@@ -113,9 +135,7 @@ class LoopAgent(ABC):
                 return turn
             turn.llm_calls += 1
             try:
-                more = await self.llm.chat(
-                    prompt + turn.messages, tools=self.llm_tools, n=1, sampling=self.config.sampling
-                )
+                more = await self.llm.chat(prompt + turn.messages, tools=self.llm_tools, n=1, sampling=self.sampling)
             except LLMError as exc:
                 log.warning("agent LLM call failed: %s", exc)
                 more = []
@@ -165,6 +185,19 @@ class TextProtocolAgent(LoopAgent):
 
     def result_messages(self, calls: list[ToolCall], results: list[ToolResult]) -> list[Message]:
         return [user("\n".join(f"{self.result_prefix} {r.content}" for r in results))]
+
+
+def example_turns(agent: LoopAgent, chosen: tuple[Example, ...] | list[Example]) -> list[Message]:
+    """Worked examples as chat turns in the agent's protocol: the customer asks, the agent calls a tool, sees the
+    result and replies, each written exactly as the agent writes and reads them."""
+    from josh.agents.rendering import render_messages
+
+    messages: list[Message] = []
+    for k, example in enumerate(chosen):
+        call = ToolCall(id=f"example-{k}", name=example.name, arguments=example.arguments)
+        canonical = [user(example.user), assistant(None, [call]), tool_result(call.id, example.result)]
+        messages += render_messages(agent, [*canonical, assistant(example.reply)])
+    return messages
 
 
 def _failed(state: ConversationState) -> AgentTurn:

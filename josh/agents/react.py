@@ -8,6 +8,7 @@ a SPEAK is never recorded after a result it did not see.
 
 from __future__ import annotations
 
+from josh.agents.grammar import react_grammar
 from josh.agents.loop import TextProtocolAgent
 from josh.agents.parsing import END_MARKER, Parsed, parse_react
 from josh.agents.prompting import Example, dump
@@ -24,6 +25,9 @@ class ReactAgent(TextProtocolAgent):
 
     def read(self, completion: Completion) -> Parsed:
         return parse_react(completion.text, max_calls=self.config.max_calls_per_generation)
+
+    def grammar(self) -> str | None:
+        return react_grammar(self.env.tools)
 
     def render_example(self, example: Example) -> str:
         call = dump({"name": example.name, "parameters": example.arguments})

@@ -18,6 +18,10 @@ class Sampling(BaseModel):
     max_new_tokens: int = 256
     seed: int | None = None
     stop: list[str] = Field(default_factory=list)
+    grammar: str | None = Field(
+        None,
+        description="a Lark grammar (llguidance dialect, `%json {...}` for JSON-schema parts) every output must match",
+    )
 
     @property
     def greedy(self) -> bool:

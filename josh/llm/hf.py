@@ -165,6 +165,7 @@ class HFLLM:
         self.max_prompt_tokens = max_prompt_tokens
         self.stop_ids = _stop_token_ids(net, tokenizer)
         self.prefix_cache = PrefixCache(net, max_tokens=prefix_cache_tokens)
+        self._ll_tokenizer: Any = None
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         self.batcher: Batcher[_Request, list[Completion]] = Batcher(
             self._run_batch,
@@ -210,9 +211,8 @@ class HFLLM:
                 continue
             s = request.sampling
             for k in range(request.n):
-                spec = RowSpec(
-                    s.temperature, s.top_p, s.top_k, row_seed(s.seed, request.first_index + k), s.max_new_tokens, s.stop
-                )
+                seed = row_seed(s.seed, request.first_index + k)
+                spec = RowSpec(s.temperature, s.top_p, s.top_k, seed, s.max_new_tokens, s.stop, s.grammar)
                 rows.append((i, ids, spec))
         outputs = self._generate([ids for _, ids, _ in rows], [spec for _, _, spec in rows]) if rows else []
         results: list[list[Completion] | BaseException] = [
@@ -233,6 +233,12 @@ class HFLLM:
             )
         except Exception as exc:
             return LLMError(f"chat template failed: {type(exc).__name__}: {exc}")
+        if request.sampling.grammar:
+            from josh.llm.hf_grammar import grammar_problem
+
+            problem = grammar_problem(request.sampling.grammar)
+            if problem:
+                return LLMError(f"the request's grammar does not compile: {problem}")
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         room = self.context_length - request.sampling.max_new_tokens
         limit = min(room, self.max_prompt_tokens) if self.max_prompt_tokens else room
@@ -275,10 +281,22 @@ class HFLLM:
                 attention_mask=attention.to(self.net.device),
                 past_key_values=cache,
                 generation_config=config,
-                logits_processor=LogitsProcessorList([RowSampler(specs)]),
+                logits_processor=LogitsProcessorList([*self._grammar_masks(specs, width), RowSampler(specs)]),
                 stopping_criteria=StoppingCriteriaList([RowStopper(specs, width, self.tokenizer)]),
             )
         return [self._decode(tokens, spec) for tokens, spec in zip(output[:, width:].tolist(), specs, strict=True)]
+
+    def _grammar_masks(self, specs: list[RowSpec], width: int) -> list[Any]:
+        """The grammar processor for a batch with constrained rows (none otherwise)."""
+        grammars = [s.grammar for s in specs]
+        if not any(grammars):
+            return []
+        from josh.llm.hf_grammar import GrammarMask, grammar_tokenizer
+
+        if self._ll_tokenizer is None:
+            vocab = self.net.get_output_embeddings().weight.shape[0]
+            self._ll_tokenizer = grammar_tokenizer(self.tokenizer, vocab, self.stop_ids)
+        return [GrammarMask(grammars, self._ll_tokenizer, width)]
 
     def _new_cache(self, rows: int, length: int) -> Any:
         """An empty key/value cache: preallocated on CPU (saves re-concatenating every layer each step), growing on

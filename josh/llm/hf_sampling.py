@@ -37,6 +37,7 @@ class RowSpec:
     seed: int
     max_new_tokens: int
     stop: list[str] = field(default_factory=list)
+    grammar: str | None = None
 
     @property
     def greedy(self) -> bool:
@@ -97,11 +98,15 @@ class RowSampler(LogitsProcessor):
 
 
 def _inverse_cdf(probs: torch.Tensor, draws: torch.Tensor) -> torch.Tensor:
-    """Per row, the first index whose cumulative (unnormalised) probability exceeds ``draw * total``."""
+    """Per row, the first index whose cumulative (unnormalised) probability exceeds ``draw * total``.
+
+    A blocked ``cumsum`` can round its total a hair above the sum up to the last likely token, so the index is kept
+    at or before the last token with non-zero probability (masked tokens must never be drawn)."""
     cumulative = probs.cumsum(dim=-1)
     targets = (draws * cumulative[:, -1])[:, None]
     index = torch.searchsorted(cumulative, targets, right=True).squeeze(1)
-    return index.clamp(max=probs.shape[-1] - 1)
+    last = probs.shape[-1] - 1 - (probs.flip(-1) > 0).int().argmax(dim=-1)
+    return torch.minimum(index, last)
 
 
 class RowStopper(StoppingCriteria):
