@@ -254,3 +254,11 @@ def test_factory_builds_openai(server):
     llm = make_llm("openai", "served-model", base_url=server.url, max_concurrency=4, prices={"served": (1.0, 1.0)})
     assert isinstance(llm, OpenAILLM) and llm.max_concurrency == 4
     assert price_of(llm.model, llm.prices) == (1.0, 1.0)
+
+
+async def test_grammar_goes_to_compatible_servers_only(server, monkeypatch):
+    await backend(server).chat([user("hi")], sampling=Sampling(top_k=5, grammar='start: "x"'))
+    assert server.bodies[0]["structured_outputs"] == {"grammar": 'start: "x"'} and server.bodies[0]["top_k"] == 5
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with pytest.raises(LLMError, match="no grammar"):
+        await OpenAILLM("gpt-4o-mini").chat([user("hi")], sampling=Sampling(grammar='start: "x"'))

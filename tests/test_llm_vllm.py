@@ -33,6 +33,12 @@ class FakeSamplingParams:
     seed: int | None = None
     stop: list | None = None
     top_k: int = 0
+    structured_outputs: object = None
+
+
+@dataclass
+class FakeStructuredOutputsParams:
+    grammar: str | None = None
 
 
 @dataclass
@@ -87,6 +93,9 @@ def fake_vllm(monkeypatch):
     lora = types.ModuleType("vllm.lora")
     request = types.ModuleType("vllm.lora.request")
     request.LoRARequest = FakeLoRARequest
+    params = types.ModuleType("vllm.sampling_params")
+    params.StructuredOutputsParams = FakeStructuredOutputsParams
+    monkeypatch.setitem(sys.modules, "vllm.sampling_params", params)
     monkeypatch.setitem(sys.modules, "vllm", module)
     monkeypatch.setitem(sys.modules, "vllm.lora", lora)
     monkeypatch.setitem(sys.modules, "vllm.lora.request", request)
@@ -174,3 +183,13 @@ async def test_max_batch_size_splits_batches(fake_vllm, tmp_path):
 def test_bad_adapter_rejected(fake_vllm, tmp_path):
     with pytest.raises(ValueError, match="not a PEFT adapter"):
         VLLMLLM(str(tmp_path), adapter=str(tmp_path))
+
+
+async def test_grammar_becomes_structured_outputs(fake_vllm, tmp_path):
+    llm = VLLMLLM(str(tmp_path), batch_window_ms=5)
+    await llm.chat([user("q")], sampling=Sampling(max_new_tokens=3, grammar='start: "x"'))
+    await llm.chat([user("q")], sampling=Sampling(max_new_tokens=3))
+    engine = FakeEngine.instances[0]
+    constrained, free = (call["params"][0] for call in engine.calls)
+    assert constrained.structured_outputs.grammar == 'start: "x"' and free.structured_outputs is None
+    llm.close()

@@ -195,8 +195,15 @@ class OpenAILLM:
             kwargs["stop"] = sampling.stop
         if tools:
             kwargs["tools"] = tools
+        extra: dict[str, Any] = {}
         if sampling.top_k and self.base_url is not None:
-            kwargs["extra_body"] = {"top_k": sampling.top_k}  # vLLM / llama.cpp extension
+            extra["top_k"] = sampling.top_k  # vLLM / llama.cpp extension
+        if sampling.grammar:
+            if self.base_url is None:
+                raise LLMError("OpenAI's API takes no grammar: constrained decoding needs a server such as vllm serve")
+            extra["structured_outputs"] = {"grammar": sampling.grammar}  # vLLM's structured outputs
+        if extra:
+            kwargs["extra_body"] = extra
         return kwargs
 
     def _completions(self, response: Any) -> list[Completion]:

@@ -205,4 +205,7 @@ class VLLMLLM:
         }
         if sampling.top_k:
             params["top_k"] = sampling.top_k
+        if sampling.grammar:
+            structured = importlib.import_module("vllm.sampling_params").StructuredOutputsParams
+            params["structured_outputs"] = structured(grammar=sampling.grammar)
         return self._engine.vllm.SamplingParams(**params)
