@@ -249,7 +249,7 @@ def rollout_on_ray(
         with JsonlWriter(trees_path) as writer, display.progress:
             for result in pool.run(todo, options.rollout.concurrency):
                 tree = result if isinstance(result, Tree) else Tree.model_validate_json(result)
-                writer.write(result.model_dump_json() if isinstance(result, Tree) else result)
+                writer.write(result)
                 display.add(tree)
                 if on_tree is not None:
                     on_tree(tree)

@@ -60,7 +60,7 @@ async def evaluate(
         async def one(task: Task, trial: int) -> None:
             async with gate:
                 record = await run_conversation(env, task, agent, user_sim, max_turns=max_turns, trial=trial)
-            writer.write(record.model_dump_json())
+            writer.write(record)
             if progress is not None:
                 progress.advance(bar)
 

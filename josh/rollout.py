@@ -203,7 +203,7 @@ async def run_rollouts(
     async def one(task: Task, writer: JsonlWriter) -> None:
         async with limit:
             tree = await _search_task(task, env, agent, user_sim, config.search)
-        writer.write(tree.model_dump_json())
+        writer.write(tree)
         display.add(tree)
         if on_tree is not None:
             on_tree(tree)
