@@ -35,7 +35,8 @@ class ExtractConfig(BaseModel):
 
     min_reward: float = Field(1.0, ge=0.0, le=1.0, description="trees below this reward are skipped")
     drop_errors: list[ErrorCategory] = Field(
-        default_factory=lambda: list(ErrorCategory), description="ideal paths with any of these are skipped"
+        default_factory=lambda: [c for c in ErrorCategory if c is not ErrorCategory.USER_ERROR],
+        description="ideal paths with any of these are skipped (a user-simulator failure is not the agent's)",
     )
 
 
