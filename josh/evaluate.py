@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from josh.agents.base import Agent
 from josh.conversation import ConversationRecord, run_conversation
 from josh.envs.base import Env
-from josh.jsonl import JsonlWriter, iter_jsonl
+from josh.jsonl import JsonlWriter, read_models
 from josh.metrics import Summary, summarize
 from josh.types import Task
 from josh.users.base import UserSimulator
@@ -28,8 +28,10 @@ SUMMARY = "summary.json"
 
 
 def load_results(out_dir: str | Path) -> list[ConversationRecord]:
-    """The records of a (possibly interrupted) run; a torn last line is cut off."""
-    return [ConversationRecord.model_validate(r) for r in iter_jsonl(Path(out_dir) / RESULTS, repair=True)]
+    """The records of a (possibly interrupted) run; a torn last line is cut off, any other bad line is a
+    ``CorruptLineError`` naming the file and line."""
+    path = Path(out_dir) / RESULTS
+    return list(read_models(path, ConversationRecord, "a conversation record", repair=True))
 
 
 async def evaluate(
@@ -46,6 +48,8 @@ async def evaluate(
     show_progress: bool = False,
 ) -> Summary:
     """Run every (task, trial) not yet in ``results.jsonl`` and write ``summary.json`` over all of them."""
+    if not tasks:
+        raise ValueError("no tasks to evaluate: the task list is empty")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ids = [t.id for t in tasks]

@@ -189,11 +189,13 @@ async def run_rollouts(
 
     Duplicate task ids are searched once. ``on_tree`` is called after each tree is written."""
     config = config or RolloutConfig()
+    tasks = list(tasks)
+    if not tasks:
+        raise ValueError("no tasks to search: the task list is empty")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     trees_path = out / TREES_FILE
     done = finished_ids(trees_path)
-    tasks = list(tasks)
     todo = _pending(tasks, done)
     skipped = len({t.id for t in tasks} & done)
     start = time.perf_counter()
