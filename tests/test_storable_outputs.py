@@ -152,3 +152,12 @@ async def test_eval_with_huge_numbers_counts_malformed_output_not_agent_errors(t
     summary = await evaluate(env, env.tasks("test")[:2], agent, AgendaUser(), tmp_path, max_turns=2)
     assert summary.end_reasons.get("agent_error", 0) == 0
     assert summary.malformed_share == 1.0
+
+
+def test_react_reads_at_most_max_commands():
+    from josh.agents.parsing import MAX_COMMANDS
+
+    within = "\n".join(["PLAN think"] * (MAX_COMMANDS - 1) + ["SPEAK hello"])
+    beyond = "\n".join(["PLAN think"] * MAX_COMMANDS + ["SPEAK hello"])
+    assert parse_react(within).reply == "hello"
+    assert parse_react(beyond).error == ErrorCategory.MALFORMED

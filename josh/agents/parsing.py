@@ -11,9 +11,10 @@ and a call whose JSON cannot be stored (a surrogate escape, nesting past ``MAX_D
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from josh.storable import DECODER, MAX_DEPTH, clean_text, json_problem, read_json, to_storable
@@ -24,7 +25,8 @@ RESPOND_ACTION = "respond"
 
 _UNSTORABLE = ErrorCategory.UNSTORABLE
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*")
-_COMMAND = re.compile(r"(?:^|(?<=<COMMAND_END>))[ \t]*(PLAN|APICALL|SPEAK)\b[ \t]*:?", re.MULTILINE)
+_COMMAND = re.compile(r"(?:^|<COMMAND_END>)(?P<lead>[ \t]*)(PLAN|APICALL|SPEAK)\b[ \t]*:?", re.MULTILINE)
+MAX_COMMANDS = 64
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 _ACTION = re.compile(r"^[ \t]*Action[ \t]*:", re.MULTILINE | re.IGNORECASE)
 
@@ -144,39 +146,47 @@ class Command:
     end: int
 
 
+def iter_commands(text: str) -> Iterator[Command]:
+    """The ReACT commands in ``text``, in order, read lazily. A keyword counts only at a line start or right after
+    an end marker, so upper-case words inside speech or JSON values never split a command; a body runs to its end
+    marker."""
+    matches = _COMMAND.finditer(text)
+    current = next(matches, None)
+    while current is not None:
+        following = next(matches, None)
+        stop = following.start("lead") if following is not None else len(text)
+        marker = text.find(END_MARKER, current.end(), stop)
+        end = marker + len(END_MARKER) if marker >= 0 else stop
+        body = text[current.end() : marker if marker >= 0 else stop].strip()
+        yield Command(current.group(2), body, current.start("lead"), end)
+        current = following
+
+
 def split_commands(text: str) -> list[Command]:
-    """The ReACT commands in ``text``. A keyword counts only at a line start or right after an end marker, so
-    upper-case words inside speech or JSON values never split a command; a body runs to its end marker."""
-    matches = list(_COMMAND.finditer(text))
-    commands = []
-    for i, match in enumerate(matches):
-        stop = matches[i + 1].start() if i + 1 < len(matches) else len(text)
-        body = text[match.end() : stop]
-        marker = body.find(END_MARKER)
-        end = match.end() + marker + len(END_MARKER) if marker >= 0 else stop
-        body = body[:marker] if marker >= 0 else body
-        commands.append(Command(match.group(1), body.strip(), match.start(), end))
-    return commands
+    """Every ReACT command in ``text`` (see ``iter_commands``)."""
+    return list(iter_commands(text))
 
 
 def parse_react(text: str, *, max_calls: int = 3) -> Parsed:
     """Read PLAN / APICALL / SPEAK commands.
 
     Acted on: the leading PLANs, then either a run of up to ``max_calls`` APICALLs (anything after them is
-    dropped: it was written without seeing their results) or one SPEAK (anything after it is dropped).
+    dropped: it was written without seeing their results) or one SPEAK (anything after it is dropped). Only the
+    first ``MAX_COMMANDS`` commands are read.
     """
     return _on_clean_text(text, lambda cleaned: _react(cleaned, max_calls))
 
 
 def _react(text: str, max_calls: int) -> Parsed:
-    commands = split_commands(text)
-    if not commands:
+    commands = iter_commands(text)
+    first = next(commands, None)
+    if first is None:
         return _malformed(text.strip(), "no command found: start each command with PLAN, APICALL or SPEAK")
     thoughts: list[str] = []
     calls: list[ReadCall] = []
     reply: str | None = None
-    kept = commands[0].start
-    for command in commands:
+    kept = first.start
+    for command in itertools.islice(itertools.chain([first], commands), MAX_COMMANDS):
         if command.kind == "PLAN" and not calls:
             thoughts.append(command.body)
         elif command.kind == "APICALL" and len(calls) < max_calls:
@@ -188,7 +198,7 @@ def _react(text: str, max_calls: int) -> Parsed:
         kept = command.end
         if reply is not None:
             break
-    acted = text[commands[0].start : kept].strip()
+    acted = text[first.start : kept].strip()
     thought = "\n".join(thoughts) or None
     rest = text[kept:].strip()
     if reply is not None and not reply:
