@@ -30,7 +30,10 @@ def terminate_like_interrupt() -> Iterator[None]:
     previous = signal.getsignal(signal.SIGTERM)
     try:
         loop.add_signal_handler(signal.SIGTERM, on_terminate)
-    except (NotImplementedError, RuntimeError, ValueError):
+        installed = True
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals on this system
+        installed = False
+    if not installed:
         yield
         return
     try:

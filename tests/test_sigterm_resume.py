@@ -91,3 +91,18 @@ def test_josh_eval_stops_on_sigterm_as_on_ctrl_c(tmp_path, stop):
     assert process.returncode == 130 and "Traceback" not in output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["conversations"] == len((out / "results.jsonl").read_text().splitlines()) < 8
+
+
+def test_outside_the_main_thread_sigterm_is_left_alone(tmp_path):
+    """An evaluation run in a worker thread (no signal handlers there) still runs and writes its summary."""
+    import threading
+
+    done = []
+
+    def work():
+        done.append(asyncio.run(evaluate(FakeEnv(), make_tasks(2), CallingAgent(), CountingUser(1), tmp_path)))
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(30)
+    assert done and done[0].conversations == 2 and (tmp_path / "summary.json").is_file()
