@@ -208,18 +208,22 @@ def extract(
     min_reward: float = typer.Option(1.0, min=0.0, max=1.0, help="skip trees below this reward"),
     keep_errors: bool = typer.Option(False, help="keep ideal paths that contain tool or format errors"),
     tokenizer: str | None = typer.Option(None, help="count tokens with this HF tokenizer (default: whitespace)"),
+    skip_bad_lines: bool = typer.Option(
+        False, "--skip-bad-lines", help="skip trees.jsonl lines that are not trees (counted as unreadable)"
+    ),
 ) -> None:
     """Turn rollout trees into sft.jsonl, kto.jsonl and dpo.jsonl (TRL conversational formats)."""
     from josh.extract import ExtractConfig, extract_run
 
     try:
         config = ExtractConfig(min_reward=min_reward, drop_errors=[] if keep_errors else ExtractConfig().drop_errors)
-        stats, out_dir = extract_run(run, out, config, tokenizer=tokenizer)
+        stats, out_dir = extract_run(run, out, config, tokenizer=tokenizer, skip_bad_lines=skip_bad_lines)
     except (ValueError, OSError) as exc:
         raise _fail(exc) from exc
     typer.echo(
         f"{stats.accepted}/{stats.trees} trees used: {stats.sft} SFT, {stats.kto_desirable} good + "
         f"{stats.kto_undesirable} bad KTO, {stats.dpo} DPO rows -> {out_dir}"
+        + (f" ({stats.unreadable} unreadable lines skipped)" if stats.unreadable else "")
     )
 
 

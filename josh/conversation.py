@@ -58,7 +58,9 @@ async def run_conversation(
     """Alternate user and agent turns until the user ends, the env terminates, or ``max_turns`` agent turns.
 
     Failures never escape: an agent or user exception ends the conversation with its traceback recorded, and the
-    reward is scored on the state reached so far.
+    reward is scored on the state reached so far. A user simulator that fails (raises, or gives up with an
+    ``error`` such as a failed LLM call) ends it as ``user_error`` with ``ErrorCategory.USER_ERROR``: the
+    simulator's failure, kept apart from the agent's errors.
     """
     start = time.perf_counter()
     state: ConversationState = env.reset(task)
@@ -74,8 +76,13 @@ async def run_conversation(
             said = await user_sim.reply(task, transcript)
         except Exception:
             error, end = traceback.format_exc(limit=5), "user_error"
+            errors.append(ErrorCategory.USER_ERROR)
             break
         tally.add(said)
+        if said.error:
+            error, end = f"user simulator: {said.error}", "user_error"
+            errors.append(ErrorCategory.USER_ERROR)
+            break
         if said.text:
             history.append(user(said.text))
             transcript.append(user(said.text))

@@ -33,6 +33,7 @@ from josh.rollout import (
     _Display,
     _pending,
     _search_task,
+    earlier_wall_s,
     finished_ids,
     write_stats,
 )
@@ -232,9 +233,10 @@ def rollout_on_ray(
     done = finished_ids(trees_path)
     todo = _pending(tasks, done)
     skipped = len({t.id for t in tasks} & done)
+    earlier_s = earlier_wall_s(out) if done else 0.0
     start = time.perf_counter()
     if not todo:
-        return write_stats(out, start, skipped)
+        return write_stats(out, start, skipped, earlier_s)
     started = _connect(ray, ray_options.address)
     pool = None
     try:
@@ -249,7 +251,7 @@ def rollout_on_ray(
         with JsonlWriter(trees_path) as writer, display.progress:
             for result in pool.run(todo, options.rollout.concurrency):
                 tree = result if isinstance(result, Tree) else Tree.model_validate_json(result)
-                writer.write(result.model_dump_json() if isinstance(result, Tree) else result)
+                writer.write(result)
                 display.add(tree)
                 if on_tree is not None:
                     on_tree(tree)
@@ -258,5 +260,5 @@ def rollout_on_ray(
             pool.close()
         if started:
             ray.shutdown()
-        stats = write_stats(out, start, skipped)
+        stats = write_stats(out, start, skipped, earlier_s)
     return stats

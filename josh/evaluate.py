@@ -2,7 +2,8 @@
 
 Writes ``<out>/results.jsonl`` (one line per finished conversation, with its full transcript) and
 ``<out>/summary.json``. A killed run restarted with the same output folder skips the (task, trial) pairs already
-in ``results.jsonl``.
+in ``results.jsonl``. An interrupted run (Ctrl-C or SIGTERM) still writes ``summary.json`` over what it finished;
+its ``wall_s`` adds up the sessions of the run (a session killed outright, SIGKILL, leaves no time to add).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -18,7 +19,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from josh.agents.base import Agent
 from josh.conversation import ConversationRecord, run_conversation
 from josh.envs.base import Env
-from josh.jsonl import JsonlWriter, iter_jsonl
+from josh.interrupt import terminate_like_interrupt
+from josh.jsonl import JsonlWriter, read_models
 from josh.metrics import Summary, summarize
 from josh.types import Task
 from josh.users.base import UserSimulator
@@ -28,8 +30,10 @@ SUMMARY = "summary.json"
 
 
 def load_results(out_dir: str | Path) -> list[ConversationRecord]:
-    """The records of a (possibly interrupted) run; a torn last line is cut off."""
-    return [ConversationRecord.model_validate(r) for r in iter_jsonl(Path(out_dir) / RESULTS, repair=True)]
+    """The records of a (possibly interrupted) run; a torn last line is cut off, any other bad line is a
+    ``CorruptLineError`` naming the file and line."""
+    path = Path(out_dir) / RESULTS
+    return list(read_models(path, ConversationRecord, "a conversation record", repair=True))
 
 
 async def evaluate(
@@ -46,6 +50,8 @@ async def evaluate(
     show_progress: bool = False,
 ) -> Summary:
     """Run every (task, trial) not yet in ``results.jsonl`` and write ``summary.json`` over all of them."""
+    if not tasks:
+        raise ValueError("no tasks to evaluate: the task list is empty")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ids = [t.id for t in tasks]
@@ -53,23 +59,52 @@ async def evaluate(
         raise ValueError("task ids must be unique within an evaluation")
     done = {(r.task_id, r.trial) for r in load_results(out)}
     todo = [(task, k) for k in range(trials) for task in tasks if (task.id, k) not in done]
+    earlier_s = _earlier_wall_s(out) if done else 0.0
     start = time.perf_counter()
+
+    async def converse(task: Task, trial: int) -> ConversationRecord:
+        return await run_conversation(env, task, agent, user_sim, max_turns=max_turns, trial=trial)
+
+    with terminate_like_interrupt():
+        try:
+            await _run_pending(converse, todo, out / RESULTS, concurrency, show_progress)
+        finally:
+            wanted = {(t.id, k) for t in tasks for k in range(trials)}
+            records = [r for r in load_results(out) if (r.task_id, r.trial) in wanted]
+            wall_s = round(earlier_s + time.perf_counter() - start, 3)
+            summary = summarize(records, cost=cost() if cost else 0.0, wall_s=wall_s)
+            (out / SUMMARY).write_text(json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
+    return summary
+
+
+async def _run_pending(
+    converse: Callable[[Task, int], Awaitable[ConversationRecord]],
+    todo: list[tuple[Task, int]],
+    path: Path,
+    concurrency: int,
+    show_progress: bool,
+) -> None:
+    """Hold every pending conversation, ``concurrency`` at a time, appending each record as it finishes."""
     gate = asyncio.Semaphore(max(1, concurrency))
-    with JsonlWriter(out / RESULTS) as writer, _progress(show_progress, len(todo)) as (progress, bar):
+    with JsonlWriter(path) as writer, _progress(show_progress, len(todo)) as (progress, bar):
 
         async def one(task: Task, trial: int) -> None:
             async with gate:
-                record = await run_conversation(env, task, agent, user_sim, max_turns=max_turns, trial=trial)
-            writer.write(record.model_dump_json())
+                record = await converse(task, trial)
+            writer.write(record)
             if progress is not None:
                 progress.advance(bar)
 
         await asyncio.gather(*(one(t, k) for t, k in todo))
-    wanted = {(t.id, k) for t in tasks for k in range(trials)}
-    records = [r for r in load_results(out) if (r.task_id, r.trial) in wanted]
-    summary = summarize(records, cost=cost() if cost else 0.0, wall_s=time.perf_counter() - start)
-    (out / SUMMARY).write_text(json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
-    return summary
+
+
+def _earlier_wall_s(out: Path) -> float:
+    """The wall time the run's earlier sessions recorded in ``summary.json`` (0 when there is none to read)."""
+    try:
+        earlier = json.loads((out / SUMMARY).read_text(encoding="utf-8")).get("wall_s", 0.0)
+    except (OSError, ValueError, AttributeError):
+        return 0.0
+    return float(earlier) if isinstance(earlier, int | float) and earlier >= 0 else 0.0
 
 
 class _progress:

@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
+from josh.jsonl import CorruptLineError, read_models
 from josh.tree import Node, Tree, path_messages
 from josh.types import ErrorCategory, Message
 
@@ -35,7 +36,8 @@ class ExtractConfig(BaseModel):
 
     min_reward: float = Field(1.0, ge=0.0, le=1.0, description="trees below this reward are skipped")
     drop_errors: list[ErrorCategory] = Field(
-        default_factory=lambda: list(ErrorCategory), description="ideal paths with any of these are skipped"
+        default_factory=lambda: [c for c in ErrorCategory if c is not ErrorCategory.USER_ERROR],
+        description="ideal paths with any of these are skipped (a user-simulator failure is not the agent's)",
     )
 
 
@@ -67,20 +69,22 @@ class Extracted(BaseModel):
     dpo: list[Row] = Field(default_factory=list)
 
 
-def read_trees(path: str | Path, stats: ExtractStats | None = None) -> Iterator[Tree]:
-    """The trees of a ``trees.jsonl`` file; unreadable lines (a torn tail, a bad edit) are counted and skipped."""
+def read_trees(path: str | Path, stats: ExtractStats | None = None, *, skip_bad_lines: bool = False) -> Iterator[Tree]:
+    """The trees of a ``trees.jsonl`` file. A line that is not a tree raises ``CorruptLineError`` naming the file
+    and line, unless ``skip_bad_lines``; skipped lines (and a last line cut short by a crash) count as
+    ``unreadable``."""
     stats = stats if stats is not None else ExtractStats()
-    with Path(path).open(encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                tree = Tree.model_validate_json(line)
-            except ValidationError:
-                stats.unreadable += 1
-                continue
+
+    def skipped(line: int, reason: str) -> None:
+        stats.unreadable += 1
+
+    trees = read_models(path, Tree, "a search tree", skip_bad=skip_bad_lines, on_skip=skipped)
+    try:
+        for tree in trees:
             stats.trees += 1
             yield tree
+    except CorruptLineError as exc:
+        raise CorruptLineError(f"{exc} (josh extract --skip-bad-lines skips such lines)") from None
 
 
 def _call_key(arguments: dict[str, Any] | str) -> str:
@@ -224,9 +228,11 @@ def extract(
     *,
     count_tokens: TokenCounter | None = None,
     counter_name: str = "whitespace",
+    skip_bad_lines: bool = False,
 ) -> ExtractStats:
     """Read ``trees_path`` (a file or a run folder) and write ``sft.jsonl``, ``kto.jsonl``, ``dpo.jsonl`` and
-    ``extract_stats.json`` to ``out_dir`` (named so it never overwrites the rollout's own ``stats.json``)."""
+    ``extract_stats.json`` to ``out_dir`` (named so it never overwrites the rollout's own ``stats.json``).
+    A line that is not a tree stops it (nothing is written) unless ``skip_bad_lines``."""
     config = config or ExtractConfig()
     trees_path, out_dir = Path(trees_path), Path(out_dir)
     if trees_path.is_dir():
@@ -234,7 +240,7 @@ def extract(
     if not trees_path.is_file():
         raise FileNotFoundError(f"no trees file at {trees_path} (run `josh rollout` first)")
     stats = ExtractStats(token_counter=counter_name if count_tokens else "whitespace")
-    rows = extract_rows(read_trees(trees_path, stats), config, stats)
+    rows = extract_rows(read_trees(trees_path, stats, skip_bad_lines=skip_bad_lines), config, stats)
     count = count_tokens or whitespace_tokens
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, fields in (
@@ -260,11 +266,17 @@ def hf_token_counter(name: str) -> TokenCounter:
 
 
 def extract_run(
-    run: str | Path, out: str | Path | None, config: ExtractConfig, *, tokenizer: str | None = None
+    run: str | Path,
+    out: str | Path | None,
+    config: ExtractConfig,
+    *,
+    tokenizer: str | None = None,
+    skip_bad_lines: bool = False,
 ) -> tuple[ExtractStats, Path]:
     """``josh extract``: files go to ``out`` or, by default, next to the trees."""
     run = Path(run)
     out_dir = Path(out) if out else (run if run.is_dir() else run.parent)
     counter = hf_token_counter(tokenizer) if tokenizer else None
-    stats = extract(run, out_dir, config, count_tokens=counter, counter_name=tokenizer or "whitespace")
+    name = tokenizer or "whitespace"
+    stats = extract(run, out_dir, config, count_tokens=counter, counter_name=name, skip_bad_lines=skip_bad_lines)
     return stats, out_dir

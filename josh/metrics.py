@@ -102,7 +102,7 @@ def summarize(records: Sequence[ConversationRecord], *, cost: float = 0.0, wall_
         for e in errors:
             error_counts[e.value] += 1
         end_reasons[r.end_reason] += 1
-        malformed += ErrorCategory.MALFORMED in errors
+        malformed += any(e.is_malformed for e in errors)
         bad_use += any(e.is_bad_api_use for e in errors)
     n = len(records)
     return Summary(

@@ -4,7 +4,8 @@ Up to ``concurrency`` tasks are searched at the same time, and inside each task 
 flight together, so the backend sees all of them at once. Every finished task is appended to ``trees.jsonl`` as
 one line and flushed to disk. Restarting the same command skips the task ids already in the file (a torn last
 line left by a crash is cut off first); a task is never written twice. ``stats.json`` (per-task and total LLM
-calls, tokens, wall time, reward, nodes) is rewritten from the whole file when the run ends, also after a crash.
+calls, tokens, wall time, reward, nodes) is rewritten from the whole file when the run ends, also after a crash,
+Ctrl-C or SIGTERM; its ``wall_s`` adds up the sessions of the run (a session killed outright leaves no time to add).
 The runner takes constructed objects; ``rollout_from_options`` builds them from command-line options.
 """
 
@@ -23,6 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from josh.agents.base import Agent
 from josh.components import ComponentOptions, build_components
 from josh.envs.base import Env
+from josh.interrupt import terminate_like_interrupt
 from josh.jsonl import JsonlWriter, iter_jsonl
 from josh.search import SearchConfig, search
 from josh.tree import Tree
@@ -69,6 +71,7 @@ class RunStats(BaseModel):
     failed_tasks: int = 0
     search_wall_s: float = 0.0
     session_wall_s: float = 0.0
+    wall_s: float = Field(0.0, description="wall time of every session of the run so far, this one included")
     skipped_finished: int = 0
     per_task: dict[str, TaskStats] = Field(default_factory=dict)
 
@@ -104,10 +107,22 @@ def summarize(trees_path: Path) -> RunStats:
     return stats
 
 
-def write_stats(out: Path, start: float, skipped: int) -> RunStats:
-    """Summarise ``out/trees.jsonl`` into ``out/stats.json`` for a session that began at ``start`` (perf_counter)."""
+def earlier_wall_s(out: Path) -> float:
+    """The wall time the run's earlier sessions recorded in ``out/stats.json`` (0 when there is none to read)."""
+    try:
+        data = json.loads((out / STATS_FILE).read_text(encoding="utf-8"))
+        earlier = data.get("wall_s") or data.get("session_wall_s", 0.0)
+    except (OSError, ValueError, AttributeError):
+        return 0.0
+    return float(earlier) if isinstance(earlier, int | float) and earlier >= 0 else 0.0
+
+
+def write_stats(out: Path, start: float, skipped: int, earlier_s: float = 0.0) -> RunStats:
+    """Summarise ``out/trees.jsonl`` into ``out/stats.json`` for a session that began at ``start`` (perf_counter),
+    after earlier sessions that took ``earlier_s`` seconds."""
     stats = summarize(out / TREES_FILE)
     stats.session_wall_s = round(time.perf_counter() - start, 3)
+    stats.wall_s = round(earlier_s + stats.session_wall_s, 3)
     stats.skipped_finished = skipped
     (out / STATS_FILE).write_text(json.dumps(stats.model_dump(), indent=2) + "\n", encoding="utf-8")
     return stats
@@ -189,13 +204,16 @@ async def run_rollouts(
 
     Duplicate task ids are searched once. ``on_tree`` is called after each tree is written."""
     config = config or RolloutConfig()
+    tasks = list(tasks)
+    if not tasks:
+        raise ValueError("no tasks to search: the task list is empty")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     trees_path = out / TREES_FILE
     done = finished_ids(trees_path)
-    tasks = list(tasks)
     todo = _pending(tasks, done)
     skipped = len({t.id for t in tasks} & done)
+    earlier_s = earlier_wall_s(out) if done else 0.0
     start = time.perf_counter()
     limit = asyncio.Semaphore(config.concurrency)
     display = _Display(len(todo), progress)
@@ -203,22 +221,23 @@ async def run_rollouts(
     async def one(task: Task, writer: JsonlWriter) -> None:
         async with limit:
             tree = await _search_task(task, env, agent, user_sim, config.search)
-        writer.write(tree.model_dump_json())
+        writer.write(tree)
         display.add(tree)
         if on_tree is not None:
             on_tree(tree)
 
-    try:
-        with JsonlWriter(trees_path) as writer, display.progress:
-            jobs = [asyncio.ensure_future(one(task, writer)) for task in todo]
-            try:
-                await asyncio.gather(*jobs)
-            finally:
-                for job in jobs:
-                    job.cancel()
-                await asyncio.gather(*jobs, return_exceptions=True)
-    finally:
-        stats = write_stats(out, start, skipped)
+    with terminate_like_interrupt():
+        try:
+            with JsonlWriter(trees_path) as writer, display.progress:
+                jobs = [asyncio.ensure_future(one(task, writer)) for task in todo]
+                try:
+                    await asyncio.gather(*jobs)
+                finally:
+                    for job in jobs:
+                        job.cancel()
+                    await asyncio.gather(*jobs, return_exceptions=True)
+        finally:
+            stats = write_stats(out, start, skipped, earlier_s)
     return stats
 
 

@@ -14,7 +14,7 @@ One step of the search:
 
 The search stops when every goal is met, no live leaf remains, or ``max_depth`` agent turns were taken. Failures
 never escape: an agent or user exception kills that leaf (a ``dead`` node recording the exception) and the search
-goes on with the others.
+goes on with the others; a user-simulator failure is marked ``ErrorCategory.USER_ERROR`` on the node it ended.
 """
 
 from __future__ import annotations
@@ -159,15 +159,15 @@ class _Search:
         try:
             said = await self.user_sim.reply(self.task, transcript_of(self._lineage(node)))
         except Exception as exc:  # a user-simulator failure ends this branch only
-            node.dead = True
-            node.exception, errors = _failure(exc)
-            node.errors.extend(errors)
+            node.dead, node.exception = True, f"user simulator: {type(exc).__name__}: {exc}"
+            node.errors.append(ErrorCategory.USER_ERROR)
             return False
         node.user_llm_calls += said.llm_calls
         node.prompt_tokens += said.prompt_tokens
         node.completion_tokens += said.completion_tokens
         if getattr(said, "error", None):
             node.dead, node.exception = True, f"user simulator: {said.error}"
+            node.errors.append(ErrorCategory.USER_ERROR)
             return False
         node.user, node.user_done = said.text, said.done
         node.ended = said.done

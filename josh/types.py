@@ -12,21 +12,35 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from josh.storable import clean_text, json_problem, read_json, to_storable
 
 Role = Literal["system", "user", "assistant", "tool"]
 
 
 class ErrorCategory(str, Enum):
-    """Why a tool call or an agent output failed (paper fig. 4b: malformed vs. bad API use)."""
+    """Why a tool call or an agent output failed (paper fig. 4b: malformed vs. bad API use).
+
+    ``UNSTORABLE``: the output held what a UTF-8 JSON record cannot keep (a lone surrogate, nesting deeper than
+    ``josh.storable.MAX_DEPTH``): the text was repaired or the call refused. ``USER_ERROR``: the user simulator
+    failed (its LLM, its rules); it is the simulator's error, never counted in the agent's error shares.
+    """
 
     MALFORMED = "malformed"
+    UNSTORABLE = "unstorable"
     UNKNOWN_TOOL = "unknown_tool"
     UNKNOWN_ARGUMENT = "unknown_argument"
     INVALID_VALUE = "invalid_value"
     TOOL_ERROR = "tool_error"
     LLM_ERROR = "llm_error"
     NO_REPLY = "no_reply"
+    USER_ERROR = "user_error"
+
+    @property
+    def is_malformed(self) -> bool:
+        """An output the agent's protocol or a JSON record could not take as written."""
+        return self in (ErrorCategory.MALFORMED, ErrorCategory.UNSTORABLE)
 
     @property
     def is_bad_api_use(self) -> bool:
@@ -50,21 +64,44 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any] | str = Field(default_factory=dict)
     id: str = Field(default_factory=new_call_id)
 
+    @field_validator("name", "id")
+    @classmethod
+    def _clean_name(cls, value: str) -> str:
+        return clean_text(value)
+
+    @field_validator("arguments")
+    @classmethod
+    def _clean_raw_arguments(cls, value: dict[str, Any] | str) -> dict[str, Any] | str:
+        return clean_text(value) if isinstance(value, str) else value
+
     def to_openai(self) -> dict[str, Any]:
         args = self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
         return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": args}}
 
     @classmethod
     def from_openai(cls, data: dict[str, Any]) -> ToolCall:
-        fn = data.get("function", data)
-        args: Any = fn.get("arguments", {})
-        if isinstance(args, str):
-            try:
-                parsed = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError:
-                parsed = args
-            args = parsed if isinstance(parsed, dict) else args
-        return cls(name=fn.get("name", ""), arguments=args, id=data.get("id") or new_call_id())
+        """Read an OpenAI tool call; arguments that are not a storable JSON object stay the raw text."""
+        fn = data.get("function")
+        fn = fn if isinstance(fn, dict) else data
+        name, call_id = fn.get("name"), data.get("id")
+        return cls(
+            name=name if isinstance(name, str) else "",
+            arguments=_read_arguments(fn.get("arguments", {})),
+            id=call_id if isinstance(call_id, str) and call_id else new_call_id(),
+        )
+
+
+def _read_arguments(args: Any) -> dict[str, Any] | str:
+    """Tool-call arguments as a dict when they are a storable JSON object, else as text."""
+    if isinstance(args, str):
+        try:
+            parsed = read_json(args) if args.strip() else {}
+        except (ValueError, RecursionError):
+            return args
+        return parsed if isinstance(parsed, dict) and json_problem(parsed) is None else args
+    if isinstance(args, dict) and json_problem(args) is None:
+        return args
+    return json.dumps(to_storable(args), ensure_ascii=False)
 
 
 class Message(BaseModel):
@@ -76,6 +113,11 @@ class Message(BaseModel):
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] | None = None
     tool_call_id: str | None = None
+
+    @field_validator("content", "tool_call_id")
+    @classmethod
+    def _clean_content(cls, value: str | None) -> str | None:
+        return clean_text(value) if isinstance(value, str) else value
 
     def to_openai(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}

@@ -52,7 +52,7 @@ def test_task_files_round_trip_and_bad_lines(tmp_path):
     write_tasks(tmp_path / "tasks_val.jsonl", tasks)
     assert read_tasks(tmp_path / "tasks_val.jsonl") == tasks
     (tmp_path / "tasks_val.jsonl").write_text('{"id": "t9", "goals": "not a list"}\n')
-    with pytest.raises(DataFormatError, match=r"tasks_val\.jsonl:1: task t9"):
+    with pytest.raises(DataFormatError, match=r"tasks_val\.jsonl: line 1: task t9"):
         read_tasks(tmp_path / "tasks_val.jsonl")
 
 

@@ -8,13 +8,15 @@ arguments are not a JSON object gets an error ``tool`` result instead.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from josh.agents.loop import LoopAgent
 from josh.agents.parsing import Parsed, parse_tool_calls
 from josh.agents.prompting import Example, dump
 from josh.llm.base import Completion
-from josh.types import ErrorCategory, Message, ToolCall, ToolResult, assistant, tool_result
+from josh.storable import clean_text
+from josh.types import Message, ToolCall, ToolResult, assistant, tool_result
 
 
 class FunctionCallingAgent(LoopAgent):
@@ -33,7 +35,8 @@ class FunctionCallingAgent(LoopAgent):
         nameless = next((c for c in parsed.calls if not c.call.name), None)
         if nameless is None:
             return parsed
-        return Parsed(completion.text.strip(), error=ErrorCategory.MALFORMED, problem=nameless.problem)
+        text = clean_text(completion.text).strip()
+        return replace(parsed, text=text, calls=(), reply=None, error=nameless.error, problem=nameless.problem)
 
     def action_message(self, parsed: Parsed) -> Message:
         calls = [c.call for c in parsed.calls]

@@ -147,6 +147,8 @@ class LoopAgent(ABC):
     def _act(self, turn: AgentTurn, completion: Completion) -> bool:
         """Apply one generation to the turn; true when the turn is over (the agent spoke or the env ended it)."""
         parsed = self.read(completion)
+        if parsed.repaired:
+            turn.errors.append(ErrorCategory.UNSTORABLE)
         turn.messages.append(self.action_message(parsed))
         if parsed.calls:
             results = [self._execute(turn.state, c) for c in parsed.calls]
@@ -166,7 +168,7 @@ class LoopAgent(ABC):
     def _execute(self, state: ConversationState, read: ReadCall) -> ToolResult:
         """Run one call on the branch's state; malformed calls and tool crashes become error results."""
         if not read.ok:
-            return ToolResult(content=f"ERROR: {read.problem}", error=ErrorCategory.MALFORMED)
+            return ToolResult(content=f"ERROR: {read.problem}", error=read.error)
         try:
             return self.env.call(state, read.call)
         except Exception as exc:  # an environment must not raise, but one bad call must not end the run either

@@ -49,6 +49,8 @@ class LLMConfig(BaseModel):
     max_concurrency: int | None = Field(None, ge=1, description="requests in flight at once (openai, scripted)")
     max_retries: int = Field(5, ge=0, description="openai: retries on 429/5xx/timeouts/connection errors")
     timeout_s: float = Field(120.0, gt=0, description="openai: per-request timeout")
+    backoff_s: float = Field(0.5, ge=0, description="openai: first retry's backoff (doubled on each retry, jittered)")
+    max_backoff_s: float = Field(30.0, ge=0, description="openai: longest wait between retries, Retry-After included")
     prices: dict[str, tuple[float, float]] | None = Field(
         None, description="openai: USD per million (prompt, completion) tokens by model-name prefix"
     )
@@ -87,6 +89,8 @@ def build_llm(config: LLMConfig, *, policy: Any = None) -> LLM:
             max_concurrency=config.max_concurrency or 16,
             max_retries=config.max_retries,
             timeout_s=config.timeout_s,
+            backoff_s=config.backoff_s,
+            max_backoff_s=config.max_backoff_s,
             prices=config.prices,
             reasoning=config.reasoning,
         )

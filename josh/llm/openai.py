@@ -1,8 +1,9 @@
 """Any OpenAI-compatible chat endpoint (OpenAI, ``vllm serve``, llama.cpp server) through ``openai.AsyncOpenAI``.
 
 Concurrent ``chat`` calls become concurrent HTTP requests, at most ``max_concurrency`` in flight. Rate limits, 5xx
-answers, timeouts and dropped connections are retried with exponential backoff and full jitter (``max_retries``
-times, then ``LLMError``); other client errors fail at once. ``n`` goes to the API; a server that rejects ``n > 1``
+answers, timeouts, dropped connections and broken answers (a body that is not JSON, no ``choices``) are retried
+with exponential backoff and full jitter, at least the server's ``Retry-After`` (``max_retries`` times, then
+``LLMError``; ``retries`` counts them by kind); other client errors fail at once. ``n`` goes to the API; a server that rejects ``n > 1``
 or returns fewer choices is asked again one sample per request (with distinct seeds when a seed is set). Native
 tool calls become ``ToolCall``s (arguments that are not valid JSON stay a raw string). Prompt tokens and their cost
 are counted once per HTTP request, on its first completion; the completion tokens of a response are shared out evenly
@@ -14,8 +15,10 @@ reject; every other model gets ``max_tokens``, which OpenAI-compatible servers e
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
+from collections import Counter
 from typing import Any
 
 import openai
@@ -53,8 +56,12 @@ def price_of(model: str, prices: dict[str, tuple[float, float]]) -> tuple[float,
     return prices[max(matches, key=len)] if matches else (0.0, 0.0)
 
 
+class BadResponse(ValueError):
+    """The server answered 200 with something that is not a chat completion (broken JSON, no choices)."""
+
+
 def is_retryable(error: Exception) -> bool:
-    if isinstance(error, openai.APIConnectionError | openai.APITimeoutError | openai.RateLimitError):
+    if isinstance(error, BadResponse | openai.APIConnectionError | openai.APITimeoutError | openai.RateLimitError):
         return True
     return isinstance(error, openai.APIStatusError) and (
         error.status_code in RETRYABLE_STATUS or error.status_code >= 500
@@ -101,6 +108,7 @@ class OpenAILLM:
         self.usage = Usage()
         self.supports_n = True
         self.requests_sent = 0
+        self.retries: Counter[str] = Counter()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: openai.AsyncOpenAI | None = None
         self._semaphore: asyncio.Semaphore | None = None
@@ -148,23 +156,32 @@ class OpenAILLM:
         attempt = 0
         while True:
             try:
-                async with semaphore:
-                    self.requests_sent += 1
-                    response = await client.chat.completions.create(**kwargs)
-                return self._completions(response)
+                return await self._attempt(client, semaphore, kwargs)
             except openai.BadRequestError as error:
                 if n > 1:
                     raise
                 raise LLMError(f"{self.model}: request rejected: {error}") from error
-            except openai.APIError as error:
+            except (openai.APIError, BadResponse) as error:
                 if not is_retryable(error):
                     raise LLMError(f"{self.model}: {type(error).__name__}: {error}") from error
                 if attempt >= self.max_retries:
                     raise LLMError(
                         f"{self.model}: gave up after {attempt + 1} attempts: {type(error).__name__}: {error}"
                     ) from error
+                self.retries[type(error).__name__] += 1
                 await asyncio.sleep(self._backoff(attempt, error))
                 attempt += 1
+
+    async def _attempt(
+        self, client: openai.AsyncOpenAI, semaphore: asyncio.Semaphore, kwargs: dict[str, Any]
+    ) -> list[Completion]:
+        async with semaphore:
+            self.requests_sent += 1
+            try:
+                response = await client.chat.completions.create(**kwargs)
+            except json.JSONDecodeError as error:  # a body cut short or not JSON at all
+                raise BadResponse(f"the response is not valid JSON ({error.msg} at character {error.pos})") from None
+        return self._completions(response)
 
     def _backoff(self, attempt: int, error: Exception) -> float:
         """Full-jitter exponential backoff, at least the server's Retry-After when it sent one."""
@@ -207,8 +224,11 @@ class OpenAILLM:
         return kwargs
 
     def _completions(self, response: Any) -> list[Completion]:
-        if not response.choices:
-            raise LLMError(f"{self.model}: the server returned no choices")
+        choices = getattr(response, "choices", None)
+        if not choices or not isinstance(choices, list):
+            raise BadResponse("the server returned no choices")
+        if any(getattr(c, "message", None) is None for c in choices):
+            raise BadResponse("a choice has no message")
         usage = response.usage
         prompt = usage.prompt_tokens if usage else 0
         total = usage.completion_tokens if usage else 0

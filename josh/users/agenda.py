@@ -6,7 +6,9 @@ switches to ``info`` once the agent reports no match, then asks to book (``fail_
 ``book`` when the booking fails) and asks for the requested attributes (``reqt``) in the same breath. A domain is
 finished when the agent's reply carries the booking reference (booking domains), names the goal entity, or
 presents a result after every constraint was stated. When all domains are finished it says goodbye
-(``UserTurn(done=True)``); after ``patience`` replies in a row without progress it gives up.
+(``UserTurn(done=True)``); after ``patience`` replies in a row without progress it gives up. It reads the first
+``READ_LIMIT`` characters of each agent reply (about 4,000 tokens; an endless reply is not read to its end), and
+every rule costs time linear in what it reads.
 
 The simulator is stateless: every call replays the agenda over the visible transcript (user turns and the agent's
 replies), so forked conversations need no copy of it and the same transcript always gets the same reply.
@@ -24,13 +26,15 @@ from josh.envs.toolwoz.normalize import is_no_constraint, normalize
 from josh.envs.toolwoz.task import BOOK_SLOTS, ENTITY_KEY, details_of
 from josh.types import Message, Task
 from josh.users.agenda_text import (
-    ask_phrase,
+    asks_about,
     attribute_list,
     book_phrase,
     choose,
     intent,
     join_phrases,
+    questions_of,
     search_phrase,
+    sentences,
     slot_noun,
 )
 from josh.users.base import UserTurn
@@ -42,6 +46,7 @@ _SEARCH_ORDER = {
     "train": ("departure", "destination", "day", "leaveAt", "arriveBy"),
 }
 _BOOK_ORDER = ("people", "day", "time", "stay")
+READ_LIMIT = 16_000
 
 _NEGATIVE = re.compile(
     r"\b(sorry|unfortunately|no (matching|match|matches|results?|availability|options?)|nothing (matches|matching|"
@@ -49,8 +54,9 @@ _NEGATIVE = re.compile(
     r"complete|locate|reserve)|there (is|are|were) no|not available|unavailable|fully booked|failed|didnt go through|"
     r"unsuccessful|no longer available)\b"
 )
-_REFERENCE = re.compile(r"\breference\b[^.!?]*?\b(?=[a-z0-9]*\d)[a-z0-9]{5,}\b")
-_QUESTION = re.compile(r"[^.!?]*\?")
+_REFERENCE = re.compile(r"\breference\b")
+_WORD = re.compile(r"\w+")
+_CODE = re.compile(r"[a-z0-9]{5,}")
 
 
 def _text(text: str) -> str:
@@ -155,8 +161,21 @@ def agent_replies(transcript: Sequence[Message]) -> list[str]:
 
 def asked_slots(reply: str, slots: Iterable[str]) -> list[str]:
     """The slots among ``slots`` that a question sentence of the (normalised) reply asks about."""
-    questions = " ".join(_QUESTION.findall(reply))
-    return [s for s in slots if questions and ask_phrase(s).search(questions)]
+    questions = " ".join(questions_of(reply))
+    return [s for s in slots if questions and asks_about(s, questions)]
+
+
+def gives_reference(text: str) -> bool:
+    """Whether a sentence of the (normalised) text names a reference and then a code of 5+ letters and digits
+    with at least one digit ("your reference number is 00000012")."""
+    for sentence in sentences(text):
+        said = _REFERENCE.search(sentence)
+        if said is None:
+            continue
+        for word in _WORD.finditer(sentence, said.end()):
+            if _CODE.fullmatch(word.group()) and any(c.isdigit() for c in word.group()):
+                return True
+    return False
 
 
 class _Run:
@@ -191,7 +210,7 @@ class _Run:
         """Read one agent reply, move the position, say the next utterance."""
         self.turn += 1
         before = self.pos.key()
-        text = _text(reply)
+        text = _text(reply[:READ_LIMIT])
         if self.pos.phase == "search":
             said = self.step_search(text)
         elif self.pos.phase == "book":
@@ -282,7 +301,7 @@ class _Run:
 
     def step_book(self, text: str) -> str | UserTurn:
         a, slots = self.agenda, self.book_slots()
-        if (a.reference and mentions(text, a.reference)) or (not a.reference and _REFERENCE.search(text)):
+        if (a.reference and mentions(text, a.reference)) or (not a.reference and gives_reference(text)):
             return self.finish_domain("ok")
         if _NEGATIVE.search(text):
             if not (self.pos.fail_book and a.book_fail):

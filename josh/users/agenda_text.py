@@ -80,15 +80,19 @@ _ASK = {
     "stars": r"\bstars?\b",
     "parking": r"parking",
     "internet": r"internet|wi-?fi",
-    "departure": r"depart\w* from|leav\w* from|where from|from where|travel\w* from|departure (station|city)",
-    "destination": r"destination|travel\w* to\b|going to\b|heading|where to\b",
+    "departure": r"depart\w{0,9} from|leav\w{0,9} from|where from|from where|travel\w{0,9} from|departure (station|city)",
+    "destination": r"destination|travel\w{0,9} to\b|going to\b|heading|where to\b",
     "day": r"\bday\b|\bdate\b|\bwhen\b",
-    "leaveAt": r"time[^?]*\bleav|leav\w* (at|after)\b|departure time|depart at",
-    "arriveBy": r"arriv\w* by|arrival time|time[^?]*\barriv|get there by",
+    "leaveAt": r"leav\w{0,9} (at|after)\b|departure time|depart at",
+    "arriveBy": r"arriv\w{0,9} by|arrival time|get there by",
     "time": r"what time|\btime\b",
     "people": r"people|how many (guests|persons|of you)|party|tickets|seats|guests",
     "stay": r"nights?\b|how long|\bstay\b",
 }
+# A question also asks about the slot when it says the first word and, later, the second ("what time do you
+# want to leave?"); checked from the first occurrence on, so the cost stays linear in the text.
+_ASK_AFTER = {"leaveAt": ("time", re.compile(r"\bleav")), "arriveBy": ("time", re.compile(r"\barriv"))}
+_SENTENCE = re.compile(r"[^.!?]*[.!?]?")
 
 
 def choose(options: Sequence[str], key: str) -> str:
@@ -145,3 +149,28 @@ def attribute_list(attrs: Sequence[str]) -> str:
 def ask_phrase(slot: str) -> re.Pattern[str]:
     """A pattern that finds a question about ``slot`` in lower-cased text without apostrophes."""
     return re.compile(_ASK.get(slot, rf"\b{re.escape(slot.lower())}\b"))
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` cut after every ``.``, ``!`` and ``?`` (each piece keeps its mark), in one linear pass."""
+    return [s for s in _SENTENCE.findall(text) if s]
+
+
+def questions_of(text: str) -> list[str]:
+    """The sentences of ``text`` that end with a question mark."""
+    return [s for s in sentences(text) if s.endswith("?")]
+
+
+def asks_about(slot: str, questions: str) -> bool:
+    """Whether ``questions`` (question sentences, lower-cased, apostrophes dropped) asks about ``slot``."""
+    if ask_phrase(slot).search(questions):
+        return True
+    first, then = _ASK_AFTER.get(slot, ("", None))
+    start = questions.find(first) if then is not None else -1
+    while start >= 0:
+        end = questions.find("?", start)
+        end = len(questions) if end < 0 else end
+        if then.search(questions, start + len(first), end):
+            return True
+        start = questions.find(first, end)
+    return False

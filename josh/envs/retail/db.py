@@ -8,6 +8,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from josh.jsonl import brief
+
 DATA_FILES = ("users.json", "orders.json", "products.json", "policy.md")
 
 Record = dict[str, Any]
@@ -15,6 +19,89 @@ Record = dict[str, Any]
 
 class RetailDataError(ValueError):
     """The retail data folder is missing or holds files of the wrong shape."""
+
+
+class _Shape(BaseModel):
+    """The fields the tools read, with their JSON types (strict: ``"12.5"`` is not a price); others may follow."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class _Name(_Shape):
+    first_name: str
+    last_name: str
+
+
+class _Address(_Shape):
+    address1: str
+    address2: str
+    city: str
+    country: str
+    state: str
+    zip: str
+
+
+class _PaymentMethod(_Shape):
+    source: str
+    balance: float | None = None
+
+    @model_validator(mode="after")
+    def _gift_cards_have_a_balance(self) -> _PaymentMethod:
+        if self.source == "gift_card" and self.balance is None:
+            raise ValueError("a gift card needs a balance")
+        return self
+
+
+class _User(_Shape):
+    name: _Name
+    address: _Address
+    email: str
+    payment_methods: dict[str, _PaymentMethod]
+    orders: list[str] = []
+
+
+class _Item(_Shape):
+    name: str
+    product_id: str
+    item_id: str
+    price: float
+    options: dict[str, Any]
+
+
+class _Payment(_Shape):
+    transaction_type: str
+    amount: float
+    payment_method_id: str
+
+
+class _Order(_Shape):
+    order_id: str
+    user_id: str
+    address: _Address
+    items: list[_Item]
+    status: str
+    payment_history: list[_Payment]
+    fulfillments: list[dict[str, Any]] = []
+
+
+class _Variant(_Shape):
+    item_id: str
+    options: dict[str, Any]
+    available: bool
+    price: float
+
+
+class _Product(_Shape):
+    name: str
+    product_id: str
+    variants: dict[str, _Variant]
+
+
+_SHAPES: dict[str, tuple[str, type[_Shape]]] = {
+    "users.json": ("user", _User),
+    "orders.json": ("order", _Order),
+    "products.json": ("product", _Product),
+}
 
 
 @dataclass(frozen=True)
@@ -55,12 +142,20 @@ class RetailDB:
 
 
 def _read_json_object(path: Path) -> dict[str, Record]:
+    """The records of ``users.json``, ``orders.json`` or ``products.json``, each checked against the fields the
+    tools read; the first bad one is a ``RetailDataError`` naming the file, the record id and the field."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:
         raise RetailDataError(f"cannot read {path}: {exc}") from exc
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise RetailDataError(f"{path} must hold a JSON object of records keyed by id")
+    kind, shape = _SHAPES[path.name]
+    for record_id, record in data.items():
+        try:
+            shape.model_validate(record)
+        except ValidationError as exc:
+            raise RetailDataError(f"{path}: {kind} {record_id}: {brief(exc)}") from None
     return data
 
 
@@ -80,10 +175,7 @@ def _load(path: Path) -> RetailDB:
     users = _read_json_object(path / "users.json")
     orders = _read_json_object(path / "orders.json")
     products = _read_json_object(path / "products.json")
-    try:
-        return RetailDB.build(users, orders, products, (path / "policy.md").read_text(encoding="utf-8"))
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise RetailDataError(f"malformed retail record in {path}: {exc!r}") from exc
+    return RetailDB.build(users, orders, products, (path / "policy.md").read_text(encoding="utf-8"))
 
 
 def load_db(data_dir: Path | str) -> RetailDB:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from josh.envs.retail.db import RetailDataError
 from josh.envs.retail.tools import WRITE_TOOLS
+from josh.jsonl import brief
 from josh.types import Goal, Task, ToolCall
 
 SPLITS = ("train", "dev", "test")
@@ -69,11 +70,13 @@ def load_tasks(data_dir: Path | str, split: str) -> list[Task]:
         raise RetailDataError(f"cannot read {path}: {exc}") from exc
     if not isinstance(rows, list):
         raise RetailDataError(f"{path} must hold a JSON list of tasks")
+    if not rows:
+        raise RetailDataError(f"{path}: split {split!r} holds no tasks")
     tasks = []
     for index, row in enumerate(rows):
         try:
             details = RetailDetails.model_validate(row)
         except ValidationError as exc:
-            raise RetailDataError(f"{path}: task {index} is malformed: {exc}") from exc
+            raise RetailDataError(f"{path}: task {index} is malformed: {brief(exc)}") from None
         tasks.append(make_task(f"retail-{split}-{index}", details, split))
     return tasks

@@ -19,6 +19,7 @@ from typing import NamedTuple
 from pydantic import ValidationError
 
 from josh.envs.toolwoz.multiwoz import DataFormatError, load_multiwoz
+from josh.jsonl import brief
 from josh.types import Task
 
 SHIPPED_MINI = Path(__file__).resolve().parents[3] / "envs" / "toolwoz_mini"
@@ -26,11 +27,26 @@ DB_DOMAINS = ("restaurant", "hotel", "attraction", "train")
 SPLIT_ORDER = ("train", "val", "test", "full_test")
 
 
+class Splits(dict[str, list[Task]]):
+    """Tasks by split name. Taking a split that holds no tasks (``splits[name]``) is a ``DataFormatError`` naming
+    the file it came from, so a run never goes ahead on nothing; listing and counting splits works as for a dict."""
+
+    def __init__(self, tasks: dict[str, list[Task]], sources: dict[str, Path]) -> None:
+        super().__init__(tasks)
+        self.sources = sources
+
+    def __getitem__(self, name: str) -> list[Task]:
+        tasks = super().__getitem__(name)
+        if not tasks:
+            raise DataFormatError(f"{self.sources.get(name, name)}: split {name!r} holds no tasks")
+        return tasks
+
+
 class ToolWOZData(NamedTuple):
     """A loaded source: the database folder and the tasks of each split."""
 
     db_dir: Path
-    splits: dict[str, list[Task]]
+    splits: Splits
 
 
 def mini_dir() -> Path:
@@ -54,21 +70,30 @@ def find_db_dir(folder: Path) -> Path:
 
 
 def read_tasks(path: Path) -> list[Task]:
-    """Tasks from a JSONL file, one ``Task`` per line; a bad line names the file, the line and the task id."""
+    """Tasks from a JSONL file, one ``Task`` per line; a bad line is one sentence naming the file, the line, the
+    task id and what is wrong."""
     tasks = []
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                tasks.append(Task.model_validate_json(line))
-            except ValidationError as exc:
-                try:
-                    task_id = json.loads(line).get("id", "?")
-                except (json.JSONDecodeError, AttributeError):
-                    task_id = "?"
-                raise DataFormatError(f"{path}:{number}: task {task_id} is not a valid task ({exc})") from exc
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except OSError as exc:
+        raise DataFormatError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            tasks.append(Task.model_validate_json(line))
+        except ValidationError as exc:
+            raise DataFormatError(f"{path}: line {number}: {_task_problem(line, exc)}") from None
     return tasks
+
+
+def _task_problem(line: bytes, exc: ValidationError) -> str:
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return f"not valid JSON ({brief(exc).removeprefix('Invalid JSON: ')})"
+    task_id = record.get("id") if isinstance(record, dict) else None
+    return f"task {task_id if isinstance(task_id, str) else '?'} is not a valid task: {brief(exc)}"
 
 
 def write_tasks(path: Path, tasks: list[Task]) -> None:
@@ -92,8 +117,10 @@ def load_toolwoz(source: str | Path = "mini", *, db_dir: str | Path | None = Non
     task_files = sorted(path.glob("tasks_*.jsonl")) if path.is_dir() else []
     if task_files:
         names = sorted((f.stem.removeprefix("tasks_") for f in task_files), key=_split_rank)
-        splits = {name: read_tasks(path / f"tasks_{name}.jsonl") for name in names}
+        sources = {name: path / f"tasks_{name}.jsonl" for name in names}
+        splits = Splits({name: read_tasks(file) for name, file in sources.items()}, sources)
     else:
-        splits = load_multiwoz(path)
+        loaded = load_multiwoz(path)
+        splits = Splits(loaded, dict.fromkeys(loaded, path))
     folder = path if path.is_dir() else path.parent
     return ToolWOZData(Path(db_dir) if db_dir else find_db_dir(folder), splits)

@@ -164,13 +164,23 @@ def _check_record(path: Path, position: int, record: Any, domain: str) -> None:
     key = ENTITY_KEY[domain]
     if not isinstance(record.get(key), str) or not record[key].strip():
         raise DBError(f"{where}: missing or empty {key!r}")
+    where = f"{where} ({record[key]})"
+    for column in SEARCHABLE[domain]:
+        value = record.get(column, "")
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise DBError(f"{where}: {column}={_short(value)} is not a string or a number")
     if domain == "train":
         for column in (*TIME_FIELDS, "day", "departure", "destination"):
             if not isinstance(record.get(column), str):
-                raise DBError(f"{where} ({record[key]}): missing {column!r}")
+                raise DBError(f"{where}: missing {column!r}")
         for column in TIME_FIELDS:
             if minutes(normalize(record[column])) is None:
-                raise DBError(f"{where} ({record[key]}): {column}={record[column]!r} is not an HH:MM time")
+                raise DBError(f"{where}: {column}={record[column]!r} is not an HH:MM time")
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def load_table(path: Path, domain: str) -> Table:
