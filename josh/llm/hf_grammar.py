@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numpy as np
 import torch
 from transformers import LogitsProcessor
 
@@ -73,19 +74,22 @@ class GrammarMask(LogitsProcessor):
                 self.mask[k].fill_(-1)
                 continue
             ll_torch.fill_next_token_bitmask(matcher, self.mask, k)
+        allowed = unpack_bits(self.mask.numpy(), scores.shape[1])
+        if scores.device.type == "cpu":
+            view = scores.numpy()
+            for k, i in enumerate(self.rows):
+                np.putmask(view[i], ~allowed[k], -np.inf)
+            return scores
         rows = torch.tensor(self.rows, device=scores.device)
-        allowed = unpack_bits(self.mask, scores.shape[1]).to(scores.device)
-        scores[rows] = scores[rows].masked_fill(~allowed, float("-inf"))
+        forbidden = ~torch.from_numpy(allowed).to(scores.device)
+        scores[rows] = scores[rows].masked_fill(forbidden, float("-inf"))
         return scores
 
 
-_SHIFTS = torch.arange(32, dtype=torch.int32)
-
-
-def unpack_bits(mask: torch.Tensor, width: int) -> torch.Tensor:
+def unpack_bits(mask: np.ndarray, width: int) -> np.ndarray:
     """A packed int32 token bitmask (bit ``t % 32`` of word ``t // 32`` set: token ``t`` allowed) as booleans.
 
-    llguidance's own ``apply_token_bitmask_inplace`` is ``torch.compile``d, which on CPU means compiling C++ on first
-    use; this plain version costs well under a millisecond per step."""
-    bits = (mask.unsqueeze(-1) >> _SHIFTS) & 1
-    return bits.view(mask.shape[0], -1)[:, :width].bool()
+    Done in numpy on one thread: the same few element-wise torch ops cost tens of milliseconds per step on a busy
+    CPU (and llguidance's own ``apply_token_bitmask_inplace`` is ``torch.compile``d, i.e. compiles C++ on first use)."""
+    bits = np.unpackbits(mask.astype("<i4").view(np.uint8), axis=-1, bitorder="little")
+    return bits[:, :width].astype(bool)
