@@ -207,6 +207,9 @@ def extract(
     out: str | None = typer.Option(None, help="output folder (default: the run folder)"),
     min_reward: float = typer.Option(1.0, min=0.0, max=1.0, help="skip trees below this reward"),
     keep_errors: bool = typer.Option(False, help="keep ideal paths that contain tool or format errors"),
+    trim_at_failure: bool = typer.Option(
+        False, help="keep an ideal path's turns before its first failed turn instead of dropping the tree"
+    ),
     tokenizer: str | None = typer.Option(None, help="count tokens with this HF tokenizer (default: whitespace)"),
     skip_bad_lines: bool = typer.Option(
         False, "--skip-bad-lines", help="skip trees.jsonl lines that are not trees (counted as unreadable)"
@@ -216,12 +219,16 @@ def extract(
     from josh.extract import ExtractConfig, extract_run
 
     try:
-        config = ExtractConfig(min_reward=min_reward, drop_errors=[] if keep_errors else ExtractConfig().drop_errors)
+        config = ExtractConfig(
+            min_reward=min_reward,
+            drop_errors=[] if keep_errors else ExtractConfig().drop_errors,
+            trim_at_failure=trim_at_failure,
+        )
         stats, out_dir = extract_run(run, out, config, tokenizer=tokenizer, skip_bad_lines=skip_bad_lines)
     except (ValueError, OSError) as exc:
         raise _fail(exc) from exc
     typer.echo(
-        f"{stats.accepted}/{stats.trees} trees used: {stats.sft} SFT, {stats.kto_desirable} good + "
+        f"{stats.accepted}/{stats.trees} trees used ({stats.trimmed} trimmed): {stats.sft} SFT, {stats.kto_desirable} good + "
         f"{stats.kto_undesirable} bad KTO, {stats.dpo} DPO rows -> {out_dir}"
         + (f" ({stats.unreadable} unreadable lines skipped)" if stats.unreadable else "")
     )
