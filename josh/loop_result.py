@@ -55,7 +55,6 @@ class LoopResult:
     evaluated: list[Evaluated] = field(default_factory=list)
     pairs: list[Pair] = field(default_factory=list)
     rounds: list[RoundRecord] = field(default_factory=list)
-    rollouts: list[tuple[int, Path]] = field(default_factory=list)
     trained: list[tuple[str, Path]] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
     headline: Pair | None = None

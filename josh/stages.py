@@ -337,7 +337,6 @@ class Stages:
         }
         done = lambda: (folder / "stats.json").is_file()  # noqa: E731
         self._stage(f"round {round_} rollouts", folder, config, {"policy": policy}, work, done)
-        self.result.rollouts.append((round_, folder))
         return folder
 
     def extract(self, round_: int, rollouts: Path, *, control_seed: int | None = None) -> Path:
