@@ -18,8 +18,8 @@ and/or KTO → evaluation on the same held-out tasks, optional controls, and a r
 
 The SFT arm is retrained from the base model each round on the warm-start rows plus every round's ideal paths so
 far (``accumulate``), or continues the adapter that searched, on the round's rows only (``sft_from: policy``). The
-KTO arm trains a fresh adapter on the round's good/bad turns, on the base model or (``kto_from: sft``) on the
-round's SFT policy merged into a full model, so KTO's reference model is that SFT policy. ``policy`` picks the arm
+KTO arm trains a fresh adapter on the good/bad turns (every round's so far with ``accumulate``), on the base model or
+(``kto_from: sft``) on the round's SFT policy merged into a full model, so KTO's reference model is that SFT policy. ``policy`` picks the arm
 whose model searches the next round. An arm with nothing to train on ends with a note; the loop goes on.
 
 The headline is JOSH's own increment: the newest model of the policy arm against the policy that ran the first
@@ -62,6 +62,9 @@ class Loop(Stages):
         self.policy: str | Path = recipe.setup.model
         self.policy_label = "base"
         self.sft_sources: list[Path] = []
+        self.kto_sources: list[Path] = []
+        for r in range(1, recipe.rounds + 1):
+            self.rollout_tasks(r)  # every round has tasks to search, checked before hours of work
         if recipe.baseline:
             self.evaluate("base", 0, round0 / "baseline", recipe.setup.model, "base")
         warm: Path | None = None
@@ -131,6 +134,7 @@ class Loop(Stages):
             record.control = self._random_control(r, folder, rollouts, prior, start, policy_label)
         if recipe.accumulate:
             self.sft_sources.append(extracted / "sft.jsonl")
+            self.kto_sources.append(extracted / "kto.jsonl")
         chosen = models.get(recipe.policy_arm)
         if chosen is None:
             return None
@@ -152,9 +156,10 @@ class Loop(Stages):
         recipe = self.recipe
         assert recipe.kto is not None
         arm = "JOSH-SFT+KTO" if recipe.kto_from == "sft" else "JOSH-KTO"
-        good, bad = _kto_labels(extracted / "kto.jsonl")
+        rows = [*(self.kto_sources if recipe.accumulate else []), extracted / "kto.jsonl"]
+        good, bad = _kto_labels(rows)
         if not (good and bad):
-            self.note(arm, r, f"KTO needs good and bad turns; this round has {good} good and {bad} bad")
+            self.note(arm, r, f"KTO needs good and bad turns; its rows have {good} good and {bad} bad")
             return None
         base = None
         if recipe.kto_from == "sft":
@@ -163,7 +168,7 @@ class Loop(Stages):
                 return None
             base = self.merge(f"round {r} merge-sft", sft[0], folder / "merge-sft", recipe.sft.model.dtype)
         train = folder / "train-kto"
-        adapter = self.train(f"round {r} train-kto", train, recipe.kto, [extracted / "kto.jsonl"], "kto", base=base)
+        adapter = self.train(f"round {r} train-kto", train, recipe.kto, rows, "kto", base=base)
         model = self._evaluate_arm(r, arm, adapter, train, folder / "eval-kto", policy_label)
         if model is not None and sft is not None:
             self.compare(model[1], sft[1], "KTO on SFT")
@@ -244,9 +249,9 @@ def _harvest(extracted: Path, min_reward: float) -> str:
     )
 
 
-def _kto_labels(path: Path) -> tuple[int, int]:
-    """(desirable, undesirable) rows of a KTO file."""
+def _kto_labels(paths: list[Path]) -> tuple[int, int]:
+    """(desirable, undesirable) rows over KTO files."""
     from josh.jsonl import iter_jsonl
 
-    labels = [bool(row.get("label")) for row in iter_jsonl(path)] if path.is_file() else []
+    labels = [bool(row.get("label")) for path in paths if path.is_file() for row in iter_jsonl(path)]
     return sum(labels), len(labels) - sum(labels)

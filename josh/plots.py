@@ -80,11 +80,12 @@ def plot_rounds(models: Sequence[Any], start: str | None, path: Path) -> Path | 
         return None
     first = [m for m in models if m.label == start]
     fig, ax = plt.subplots(figsize=(6, 4))
-    for arm, rows in arms.items():
+    for i, (arm, rows) in enumerate(arms.items()):
         rows = first + sorted(rows, key=lambda r: r.round)
         ivs = [r.summary.average_reward for r in rows]
-        ax.errorbar([r.round for r in rows], [iv.mean for iv in ivs], yerr=_errorbars(ivs), marker="o", capsize=4,
-                    label=arm)  # fmt: skip
+        dodge = 0.04 * (i - (len(arms) - 1) / 2)  # side by side, so overlapping intervals stay readable
+        ax.errorbar([r.round + dodge for r in rows], [iv.mean for iv in ivs], yerr=_errorbars(ivs), marker="o",
+                    capsize=4, label=arm)  # fmt: skip
     for m in first:
         ax.annotate(m.label, (0, m.summary.average_reward.mean), textcoords="offset points", xytext=(6, -4), fontsize=8)
     ax.set_xticks(sorted({0, *(m.round for rows in arms.values() for m in rows)}))

@@ -323,7 +323,11 @@ class LoopRecipe(_Strict):
         "policy merged into a full model, which is also KTO's reference (JOSH-SFT+KTO)",
     )
     controls: ControlsSpec = Field(default_factory=ControlsSpec)
-    accumulate: bool = Field(True, description="SFT trains on the warm start plus every round's rows so far")
+    accumulate: bool = Field(
+        True,
+        description="every arm trains on all rows so far: SFT on the warm start plus every round's ideal paths, KTO "
+        "on every round's good/bad turns",
+    )
     sft_from: Literal["base", "policy"] = Field(
         "base",
         description="base: each SFT adapter is trained fresh from the base model; policy: it continues the adapter "

@@ -91,6 +91,14 @@ def test_kto_policy_searches_the_next_round(tmp_path: Path) -> None:
     report = load_loop_report(run_dir)
     assert report.headline.model == "round 2 JOSH-SFT+KTO" and report.headline.baseline == "warm start"
     assert [h.policy for h in report.harvest] == ["warm start", "round 1 JOSH-SFT+KTO"]
+    kto_rows = [lines(run_dir / f"round-{r}" / "extract" / "kto.jsonl") for r in (1, 2)]
+    assert lines(run_dir / "round-2" / "train-kto" / "data.jsonl") == kto_rows[0] + kto_rows[1]  # accumulate
+
+
+def test_rounds_without_tasks_fail_before_any_work(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="round 21 has no rollout tasks"):
+        Loop(recipe(tmp_path, rounds=25), trainer=StubTrainer(), builder=builder, progress=False).run()
+    assert not (tmp_path / "scripted" / "round-0").exists()
 
 
 class Apologetic:
