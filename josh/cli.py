@@ -207,6 +207,9 @@ def extract(
     out: str | None = typer.Option(None, help="output folder (default: the run folder)"),
     min_reward: float = typer.Option(1.0, min=0.0, max=1.0, help="skip trees below this reward"),
     keep_errors: bool = typer.Option(False, help="keep ideal paths that contain tool or format errors"),
+    trim_at_failure: bool = typer.Option(
+        False, help="keep an ideal path's turns before its first failed turn instead of dropping the tree"
+    ),
     tokenizer: str | None = typer.Option(None, help="count tokens with this HF tokenizer (default: whitespace)"),
     skip_bad_lines: bool = typer.Option(
         False, "--skip-bad-lines", help="skip trees.jsonl lines that are not trees (counted as unreadable)"
@@ -216,12 +219,16 @@ def extract(
     from josh.extract import ExtractConfig, extract_run
 
     try:
-        config = ExtractConfig(min_reward=min_reward, drop_errors=[] if keep_errors else ExtractConfig().drop_errors)
+        config = ExtractConfig(
+            min_reward=min_reward,
+            drop_errors=[] if keep_errors else ExtractConfig().drop_errors,
+            trim_at_failure=trim_at_failure,
+        )
         stats, out_dir = extract_run(run, out, config, tokenizer=tokenizer, skip_bad_lines=skip_bad_lines)
     except (ValueError, OSError) as exc:
         raise _fail(exc) from exc
     typer.echo(
-        f"{stats.accepted}/{stats.trees} trees used: {stats.sft} SFT, {stats.kto_desirable} good + "
+        f"{stats.accepted}/{stats.trees} trees used ({stats.trimmed} trimmed): {stats.sft} SFT, {stats.kto_desirable} good + "
         f"{stats.kto_undesirable} bad KTO, {stats.dpo} DPO rows -> {out_dir}"
         + (f" ({stats.unreadable} unreadable lines skipped)" if stats.unreadable else "")
     )
@@ -257,12 +264,40 @@ def view(
 def loop_(
     recipe: str = typer.Option(..., "--recipe", "-r", help="loop recipe YAML, e.g. recipes/demo-cpu.yaml"),
     overrides: list[str] = typer.Option(None, "--set", help="override a recipe key, e.g. --set rounds=2"),
+    seeds: int | None = typer.Option(
+        None, "--seeds", min=1, help="run N independent seeds into RUN/seed-K/ with a combined report (= --set seeds=N)"
+    ),
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
     """Self-train: baseline eval, warm start, rounds of rollouts -> extract -> SFT/KTO -> eval, report (resumable)."""
     from josh.demo import run_with_table
 
-    run_with_table(recipe, overrides or [], progress=progress)
+    run_with_table(recipe, overrides or [], progress=progress, seeds=seeds)
+
+
+@app.command("report")
+def report_(
+    run_dir: str = typer.Argument(..., help="a josh loop run folder (one seed, or the parent of seed-K/ folders)"),
+    as_json: bool = typer.Option(False, "--json", help="print report.json instead of the tables"),
+) -> None:
+    """Rebuild a loop's report.md and report.json from its finished stages (nothing is rerun) and print it."""
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from josh.report import print_loop_report, print_seeds_report
+    from josh.seeds import SeedsReport, rebuild
+
+    try:
+        report = rebuild(Path(run_dir))
+    except (ValueError, OSError) as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    elif isinstance(report, SeedsReport):
+        print_seeds_report(report, Console())
+    else:
+        print_loop_report(report, Console())
 
 
 @app.command()

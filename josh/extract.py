@@ -7,15 +7,21 @@
 * DPO: (ideal turn, pruned sibling turn) pairs that share their prompt.
 
 A tree is accepted when the search ran (no task-level error), its reward reaches ``min_reward`` and no turn on its
-ideal path has one of ``drop_errors``. Negatives come only from accepted trees; tool errors in a negative are kept
-(they are what it should unlearn). Completions are compared without tool-call ids, which are random per sample.
-Rows are deduplicated per file, first occurrence kept.
+ideal path has one of ``drop_errors``. With ``trim_at_failure`` an ideal path whose later turn has such an error is
+kept up to that turn instead (its correct turns are still worth learning); only a path whose first turn failed is
+dropped. Negatives come only from accepted trees; tool errors in a negative are kept (they are what it should
+unlearn). Completions are compared without tool-call ids, which are random per sample. Rows are deduplicated per
+file, first occurrence kept.
+
+``extract_random`` is the no-selection control: one random root-to-leaf branch per tree as an SFT row, whatever
+its reward, under the same error rule.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,6 +45,11 @@ class ExtractConfig(BaseModel):
         default_factory=lambda: [c for c in ErrorCategory if c is not ErrorCategory.USER_ERROR],
         description="ideal paths with any of these are skipped (a user-simulator failure is not the agent's)",
     )
+    trim_at_failure: bool = Field(
+        False,
+        description="keep an ideal path's turns before its first turn with one of drop_errors instead of dropping "
+        "the tree",
+    )
 
 
 class ExtractStats(BaseModel):
@@ -46,7 +57,9 @@ class ExtractStats(BaseModel):
 
     trees: int = 0
     unreadable: int = 0
+    rewarded: int = 0
     accepted: int = 0
+    trimmed: int = 0
     below_reward: int = 0
     with_errors: int = 0
     failed_tasks: int = 0
@@ -103,19 +116,53 @@ def _dicts(messages: list[Message]) -> list[Row]:
     return [m.to_openai() for m in messages]
 
 
+class Selection(BaseModel):
+    """The turns of one tree to train on (root first), or why it gives none."""
+
+    path: list[Node] = Field(default_factory=list)
+    reason: str | None = None
+    trimmed: bool = False
+
+
+def _before_failure(path: list[Node], banned: set[ErrorCategory]) -> list[Node]:
+    """``path`` up to, not including, its first turn with one of ``banned``."""
+    for i, node in enumerate(path):
+        if banned.intersection(node.errors):
+            return path[:i]
+    return path
+
+
+def clean_path(path: list[Node], config: ExtractConfig) -> Selection:
+    """Apply the error rule to a root-first path: keep it, trim it at its first failed turn, or drop it."""
+    kept = _before_failure(path, set(config.drop_errors))
+    if len(kept) == len(path):
+        return Selection(path=path) if len(path) >= 2 else Selection(reason="below_reward")
+    if config.trim_at_failure and len(kept) >= 2:
+        return Selection(path=kept, trimmed=True)
+    return Selection(reason="with_errors")
+
+
+def select(tree: Tree, config: ExtractConfig) -> Selection:
+    """The part of a tree's ideal path that becomes training data, or the reason there is none."""
+    if tree.error is not None or not tree.nodes:
+        return Selection(reason="failed_tasks")
+    if tree.reward < config.min_reward - 1e-9:
+        return Selection(reason="below_reward")
+    return clean_path(tree.ideal_path(), config)
+
+
 def rejection(tree: Tree, config: ExtractConfig) -> str | None:
     """Why a tree gives no training data (``None`` when it is accepted)."""
-    if tree.error is not None or not tree.nodes:
-        return "failed_tasks"
-    if tree.reward < config.min_reward - 1e-9:
-        return "below_reward"
-    path = tree.ideal_path()
-    if len(path) < 2:
-        return "below_reward"
-    banned = set(config.drop_errors)
-    if any(banned.intersection(n.errors) for n in path):
-        return "with_errors"
-    return None
+    return select(tree, config).reason
+
+
+def random_branch(tree: Tree, rng: random.Random) -> list[Node]:
+    """Root to a leaf, taking a uniformly random child that has an agent turn at every branching point."""
+    children = tree.children()
+    path = [tree.node(0)]
+    while options := [c for c in children.get(path[-1].id, []) if c.messages]:
+        path.append(rng.choice(options))
+    return path
 
 
 def _negatives(tree: Tree, parent: Node, children: dict[int, list[Node]]) -> list[Node]:
@@ -123,12 +170,17 @@ def _negatives(tree: Tree, parent: Node, children: dict[int, list[Node]]) -> lis
     return [c for c in children.get(parent.id, []) if c.pruned and not (c.ideal or c.partial) and c.messages]
 
 
-def tree_rows(tree: Tree) -> Extracted:
-    """All rows of one accepted tree (no filtering, no cross-tree dedupe)."""
+def sft_row(tree: Tree, path: list[Node]) -> Row:
+    """The conversation along ``path`` (system prompt first, no user reply after its last turn)."""
+    return {"messages": _dicts(path_messages(tree, path[-1].id, user_reply=False)), "tools": list(tree.tools)}
+
+
+def tree_rows(tree: Tree, path: list[Node] | None = None) -> Extracted:
+    """All rows of one accepted tree along ``path`` (default: the whole ideal path); no filtering, no dedupe."""
     tools = list(tree.tools)
-    path = tree.ideal_path()
+    path = path or tree.ideal_path()
     children = tree.children()
-    sft = [{"messages": _dicts(path_messages(tree, path[-1].id, user_reply=False)), "tools": tools}]
+    sft = [sft_row(tree, path)]
     kto: list[Row] = []
     dpo: list[Row] = []
     for node in path[1:]:
@@ -179,12 +231,14 @@ def extract_rows(trees: Iterator[Tree] | list[Tree], config: ExtractConfig, stat
     """Filter, convert and deduplicate; counts go into ``stats``."""
     out = Extracted()
     for tree in trees:
-        reason = rejection(tree, config)
-        if reason is not None:
-            setattr(stats, reason, getattr(stats, reason) + 1)
+        stats.rewarded += tree.reward > 0
+        chosen = select(tree, config)
+        if chosen.reason is not None:
+            setattr(stats, chosen.reason, getattr(stats, chosen.reason) + 1)
             continue
         stats.accepted += 1
-        rows = tree_rows(tree)
+        stats.trimmed += chosen.trimmed
+        rows = tree_rows(tree, chosen.path)
         out.sft.extend(rows.sft)
         out.kto.extend(rows.kto)
         out.dpo.extend(rows.dpo)
@@ -195,6 +249,27 @@ def extract_rows(trees: Iterator[Tree] | list[Tree], config: ExtractConfig, stat
     stats.kto_desirable = sum(1 for r in out.kto if r["label"])
     stats.kto_undesirable = len(out.kto) - stats.kto_desirable
     stats.kto_desirable_fraction = round(stats.kto_desirable / len(out.kto), 4) if out.kto else 0.0
+    return out
+
+
+def random_rows(trees: Iterator[Tree] | list[Tree], config: ExtractConfig, seed: int, stats: ExtractStats) -> Extracted:
+    """One random branch per tree as an SFT row (no reward threshold; the same error rule as the ideal path).
+    The branch of a tree depends only on ``seed`` and its task id."""
+    out = Extracted()
+    for tree in trees:
+        stats.rewarded += tree.reward > 0
+        if tree.error is not None or not tree.nodes:
+            stats.failed_tasks += 1
+            continue
+        chosen = clean_path(random_branch(tree, random.Random(f"{seed}|{tree.task_id}")), config)
+        if chosen.reason is not None:
+            setattr(stats, chosen.reason, getattr(stats, chosen.reason) + 1)
+            continue
+        stats.accepted += 1
+        stats.trimmed += chosen.trimmed
+        out.sft.append(sft_row(tree, chosen.path))
+    out.sft = _dedupe(out.sft, ("messages",), stats)
+    stats.sft = len(out.sft)
     return out
 
 
@@ -221,6 +296,28 @@ def _write_jsonl(path: Path, rows: list[Row]) -> None:
     os.replace(tmp, path)
 
 
+def _trees_file(trees_path: str | Path) -> Path:
+    path = Path(trees_path)
+    if path.is_dir():
+        path = path / "trees.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"no trees file at {path} (run `josh rollout` first)")
+    return path
+
+
+def _write_all(out_dir: Path, rows: Extracted, stats: ExtractStats, count: TokenCounter) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, fields in (
+        ("sft", ("messages",)),
+        ("kto", ("prompt", "completion")),
+        ("dpo", ("prompt", "chosen", "rejected")),
+    ):
+        data: list[Row] = getattr(rows, name)
+        _write_jsonl(out_dir / f"{name}.jsonl", data)
+        stats.tokens[name] = sum(_row_tokens(r, fields, count) for r in data)
+    (out_dir / STATS_FILE).write_text(stats.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
 def extract(
     trees_path: str | Path,
     out_dir: str | Path,
@@ -234,24 +331,26 @@ def extract(
     ``extract_stats.json`` to ``out_dir`` (named so it never overwrites the rollout's own ``stats.json``).
     A line that is not a tree stops it (nothing is written) unless ``skip_bad_lines``."""
     config = config or ExtractConfig()
-    trees_path, out_dir = Path(trees_path), Path(out_dir)
-    if trees_path.is_dir():
-        trees_path = trees_path / "trees.jsonl"
-    if not trees_path.is_file():
-        raise FileNotFoundError(f"no trees file at {trees_path} (run `josh rollout` first)")
     stats = ExtractStats(token_counter=counter_name if count_tokens else "whitespace")
-    rows = extract_rows(read_trees(trees_path, stats, skip_bad_lines=skip_bad_lines), config, stats)
-    count = count_tokens or whitespace_tokens
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name, fields in (
-        ("sft", ("messages",)),
-        ("kto", ("prompt", "completion")),
-        ("dpo", ("prompt", "chosen", "rejected")),
-    ):
-        data: list[Row] = getattr(rows, name)
-        _write_jsonl(out_dir / f"{name}.jsonl", data)
-        stats.tokens[name] = sum(_row_tokens(r, fields, count) for r in data)
-    (out_dir / STATS_FILE).write_text(stats.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    rows = extract_rows(read_trees(_trees_file(trees_path), stats, skip_bad_lines=skip_bad_lines), config, stats)
+    _write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens)
+    return stats
+
+
+def extract_random(
+    trees_path: str | Path,
+    out_dir: str | Path,
+    config: ExtractConfig,
+    seed: int,
+    *,
+    count_tokens: TokenCounter | None = None,
+    counter_name: str = "whitespace",
+) -> ExtractStats:
+    """The no-selection control's files: ``sft.jsonl`` with one random branch per tree (``random_rows``), empty
+    KTO and DPO files, and ``extract_stats.json``."""
+    stats = ExtractStats(token_counter=counter_name if count_tokens else "whitespace")
+    rows = random_rows(read_trees(_trees_file(trees_path), stats), config, seed, stats)
+    _write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens)
     return stats
 
 

@@ -90,6 +90,19 @@ def _set_aside(folder: Path) -> Path:
     return target
 
 
+def _done(manifest: Manifest | None, key: str, finished: Callable[[], bool]) -> bool:
+    return manifest is not None and manifest.key == key and manifest.complete and finished()
+
+
+def stage_done(
+    folder: Path, config: Mapping[str, Any], inputs: Mapping[str, Input], finished: Callable[[], bool] = lambda: True
+) -> bool:
+    """Whether ``run_stage`` would skip this stage: a complete manifest for the same config and inputs, and the
+    output still there (reading a run without running anything, e.g. to rebuild its report)."""
+    digests = {k: input_digest(v) for k, v in inputs.items()}
+    return _done(read_manifest(folder), stage_key(config, digests), finished)
+
+
 def run_stage(
     name: str,
     folder: Path,
@@ -106,7 +119,7 @@ def run_stage(
     digests = {k: input_digest(v) for k, v in inputs.items()}
     key = stage_key(config, digests)
     old = read_manifest(folder)
-    if old is not None and old.key == key and old.complete and finished():
+    if _done(old, key, finished):
         log(f"[skip] {name}: done for the same inputs ({folder})")
         return False
     if folder.exists() and any(folder.iterdir()) and (old is None or old.key != key):

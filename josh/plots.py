@@ -69,29 +69,29 @@ def plot_errors(models: Sequence[Any], path: Path) -> Path:
     return _save(fig, path)
 
 
-def plot_rounds(models: Sequence[Any], path: Path) -> Path | None:
-    """Average reward (with intervals) against the round, one line per arm; none for a single round."""
-    rounds = sorted({m.round for m in models})
-    if len(rounds) < 2:
-        return None
+def plot_rounds(models: Sequence[Any], start: str | None, path: Path) -> Path | None:
+    """Average reward (with intervals) against the round, one line per arm from the policy that searched first
+    (``start``, at round 0); none when no round trained a model."""
     arms: dict[str, list[Any]] = {}
-    start = [m for m in models if m.round == 0]
     for m in models:
         if m.round > 0:
-            arms.setdefault(m.label.split()[-1], []).append(m)
+            arms.setdefault(m.arm, []).append(m)
+    if not arms:
+        return None
+    first = [m for m in models if m.label == start]
     fig, ax = plt.subplots(figsize=(6, 4))
-    for arm, rows in sorted(arms.items()):
-        rows = start[-1:] + sorted(rows, key=lambda r: r.round)
+    for i, (arm, rows) in enumerate(arms.items()):
+        rows = first + sorted(rows, key=lambda r: r.round)
         ivs = [r.summary.average_reward for r in rows]
-        ax.errorbar([r.round for r in rows], [iv.mean for iv in ivs], yerr=_errorbars(ivs), marker="o", capsize=4,
-                    label=arm)  # fmt: skip
-    for m in start:
+        dodge = 0.04 * (i - (len(arms) - 1) / 2)  # side by side, so overlapping intervals stay readable
+        ax.errorbar([r.round + dodge for r in rows], [iv.mean for iv in ivs], yerr=_errorbars(ivs), marker="o",
+                    capsize=4, label=arm)  # fmt: skip
+    for m in first:
         ax.annotate(m.label, (0, m.summary.average_reward.mean), textcoords="offset points", xytext=(6, -4), fontsize=8)
-        ax.plot([0], [m.summary.average_reward.mean], "ko", markersize=4)
-    ax.set_xticks(rounds)
-    ax.set_xlabel("round (0 = before JOSH)")
-    ax.set_ylabel("average reward")
+    ax.set_xticks(sorted({0, *(m.round for rows in arms.values() for m in rows)}))
+    ax.set_xlabel("round (0 = the policy that ran the first search)")
+    ax.set_ylabel("average reward on held-out tasks")
     ax.set_ylim(0, 1.05)
-    ax.set_title("Average reward per round")
+    ax.set_title("Average reward per round (95% bootstrap intervals)")
     ax.legend(fontsize=8)
     return _save(fig, path)

@@ -279,13 +279,36 @@ class RolloutSpec(_Strict):
     sampling: Sampling | None = Field(None, description="agent sampling during the search (default: the agent's)")
 
 
+class ControlsSpec(_Strict):
+    """Control arms trained and evaluated beside JOSH on the same held-out tasks."""
+
+    random: bool = Field(
+        False,
+        description="control-random: from each round's trees, one random root-to-leaf branch per tree instead of the "
+        "ideal path (no reward selection), trained exactly like the SFT arm",
+    )
+    retrain: bool = Field(
+        False,
+        description="control-retrain: the start policy retrained on its own warm-start rows with another seed and "
+        "row order (the noise floor)",
+    )
+    rounds: list[int] | None = Field(None, description="rounds with control-random (default: every round)")
+
+
 class LoopRecipe(_Strict):
     """``josh loop``: baseline eval, optional scripted warm start, then rounds of rollouts, extraction, training
-    (SFT and/or KTO arms) and evaluation. Stages live under ``<output_dir>/<name>/``."""
+    (SFT and/or KTO arms) and evaluation. Stages live under ``<output_dir>/<name>/`` (``seed-K/`` per seed when
+    ``seeds`` > 1)."""
 
     name: str = Field(..., min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
     output_dir: Path = Path("runs")
     rounds: int = Field(1, ge=1)
+    seed: int | None = Field(
+        None,
+        description="seeds the rollout sampling and shifts every training seed by this much; unset: unseeded "
+        "sampling and the arms' own seeds",
+    )
+    seeds: int = Field(1, ge=1, description="independent runs with seeds seed, seed+1, ... (from 0 when seed is unset)")
     setup: AgentSetup = Field(default_factory=AgentSetup)
     baseline: bool = Field(True, description="evaluate the base model before any training")
     warm_start: WarmStartConfig | None = None
@@ -294,7 +317,17 @@ class LoopRecipe(_Strict):
     sft: TrainRecipe | None = None
     kto: TrainRecipe | None = None
     policy: Literal["sft", "kto"] | None = Field(None, description="arm whose checkpoint runs the next round")
-    accumulate: bool = Field(True, description="SFT trains on the warm start plus every round's rows so far")
+    kto_from: Literal["base", "sft"] = Field(
+        "base",
+        description="base: the KTO arm trains a fresh adapter on the base model (JOSH-KTO); sft: on the round's SFT "
+        "policy merged into a full model, which is also KTO's reference (JOSH-SFT+KTO)",
+    )
+    controls: ControlsSpec = Field(default_factory=ControlsSpec)
+    accumulate: bool = Field(
+        True,
+        description="every arm trains on all rows so far: SFT on the warm start plus every round's ideal paths, KTO "
+        "on every round's good/bad turns",
+    )
     sft_from: Literal["base", "policy"] = Field(
         "base",
         description="base: each SFT adapter is trained fresh from the base model; policy: it continues the adapter "
@@ -322,6 +355,15 @@ class LoopRecipe(_Strict):
             )
         if self.policy is not None and getattr(self, self.policy) is None:
             raise ValueError(f"policy {self.policy!r} names an arm the recipe does not train")
+        if self.kto_from == "sft" and (self.sft is None or self.kto is None):
+            raise ValueError("kto_from: sft trains KTO on the SFT arm's policy: give both an sft and a kto arm")
+        if self.sft_from == "policy" and self.policy_arm == "kto":
+            raise ValueError(
+                "sft_from: policy continues the policy's adapter with SFT on the base model, but policy kto's adapter "
+                "belongs to another base; use policy: sft or sft_from: base"
+            )
+        if self.controls.random and self.sft is None:
+            raise ValueError("controls.random trains exactly like the SFT arm: add an sft arm")
         return self
 
     @property

@@ -1,23 +1,26 @@
-"""Human-readable views of evaluation summaries: a terminal table, and the Markdown report of a loop."""
+"""Human-readable views: an evaluation summary as a terminal table, and a loop's ``report.json`` (``LoopReport``)
+as ``report.md`` with PNG plots and as terminal tables."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from josh.jsonl import iter_jsonl
-from josh.metrics import Interval, PairedDifference, Summary, paired_difference
+from josh.metrics import Interval, Summary
+
+if TYPE_CHECKING:
+    from josh.loop_report import ComparisonEntry, LoopReport, ModelEntry
+    from josh.seeds import SeedsReport
 
 
 def fmt_interval(iv: Interval, *, signed: bool = False) -> str:
     """``mean [low, high]``; ``signed`` writes every number with its sign (for differences)."""
     f = "+.3f" if signed else ".3f"
-    return f"{iv.mean:{f}} [{iv.low:{f}}, {iv.high:{f}}]"
+    mean, low, high = (round(x, 3) + 0.0 for x in (iv.mean, iv.low, iv.high))  # + 0.0: no "-0.000"
+    return f"{mean:{f}} [{low:{f}}, {high:{f}}]"
 
 
 def summary_rows(summary: Summary) -> list[tuple[str, str]]:
@@ -51,136 +54,7 @@ def print_summary(summary: Summary, *, title: str = "evaluation", console: Conso
     (console or Console()).print(table)
 
 
-class ModelRow(BaseModel):
-    """One evaluated model of a loop."""
-
-    label: str
-    round: int
-    folder: str
-    summary: Summary
-
-
-class RolloutCost(BaseModel):
-    """The search cost of one round's rollouts (from ``stats.json``)."""
-
-    round: int
-    tasks: int
-    success: int
-    mean_reward: float
-    llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    wall_s: float
-    task_s: float
-
-
-class TrainCost(BaseModel):
-    """One training run (from ``metrics.json``)."""
-
-    name: str
-    rows: int
-    steps: int
-    loss: float | None
-    wall_s: float
-
-
-class Comparison(BaseModel):
-    """A model against the one it grew from, on the same tasks."""
-
-    after: str
-    before: str
-    result: PairedDifference
-
-    def describe(self) -> str:
-        r = self.result
-        return (
-            f"{self.after} vs {self.before}: {fmt_interval(r.difference, signed=True)} average reward over "
-            f"{r.tasks} tasks ({r.better} better, {r.worse} worse)"
-        )
-
-
-def task_rewards(folder: Path) -> dict[str, list[float]]:
-    """Rewards per task id from an evaluation's ``results.jsonl``."""
-    rewards: dict[str, list[float]] = {}
-    for record in iter_jsonl(folder / "results.jsonl"):
-        rewards.setdefault(str(record["task_id"]), []).append(float(record["reward"]))
-    return rewards
-
-
-def comparisons(models: list[ModelRow]) -> list[Comparison]:
-    """Each model against the one it grew from (the last model of an earlier round; the first model for round-0
-    models), and against the first model too when that is a different one."""
-    rewards = {m.folder: task_rewards(Path(m.folder)) for m in models}
-    out = []
-    for i, model in enumerate(models[1:], start=1):
-        earlier = [m for m in models[:i] if m.round < model.round]
-        references = [earlier[-1] if earlier else models[0]]
-        if references[0] is not models[0]:
-            references.append(models[0])
-        for ref in references:
-            result = paired_difference(rewards[ref.folder], rewards[model.folder])
-            out.append(Comparison(after=model.label, before=ref.label, result=result))
-    return out
-
-
-def comparison_table(items: list[Comparison]) -> list[str]:
-    """Markdown rows of paired comparisons."""
-    rows = []
-    for c in items:
-        r = c.result
-        same = r.tasks - r.better - r.worse
-        rows.append(
-            [c.after, c.before, fmt_interval(r.difference, signed=True), str(r.better), str(r.worse), str(same)]
-        )
-    header = ["model", "compared with", "average reward difference [95% CI]", "tasks better", "worse", "same"]
-    return _md_table(header, rows)
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def collect(result: Any) -> tuple[list[ModelRow], list[RolloutCost], list[TrainCost]]:
-    """Read the summaries, rollout statistics and training metrics a ``LoopResult`` points at (missing or
-    unreadable files are left out, so a report of a partial loop still renders)."""
-    models = []
-    for item in result.evaluated:
-        data = _read_json(Path(item.folder) / "summary.json")
-        if data is not None:
-            models.append(
-                ModelRow(label=item.label, round=item.round, folder=str(item.folder), summary=Summary(**data))
-            )
-    rollouts = []
-    for round_, folder in result.rollouts:
-        data = _read_json(Path(folder) / "stats.json")
-        if data is not None:
-            fields = ("tasks", "success", "mean_reward", "llm_calls", "prompt_tokens", "completion_tokens")
-            rollouts.append(
-                RolloutCost(
-                    round=round_,
-                    wall_s=data.get("session_wall_s", 0.0),
-                    task_s=data.get("search_wall_s", 0.0),
-                    **{k: data.get(k, 0) for k in fields},
-                )
-            )
-    trained = []
-    for name, folder in result.trained:
-        data = _read_json(Path(folder) / "metrics.json")
-        if data is not None:
-            trained.append(
-                TrainCost(
-                    name=name,
-                    rows=data.get("rows", 0),
-                    steps=data.get("global_step", 0),
-                    loss=data.get("train_loss"),
-                    wall_s=data.get("train_runtime_s", 0.0),
-                )
-            )
-    return models, rollouts, trained
+TERMINAL_HIDDEN = {"searched with", "used (trimmed)", "search wall"}  # columns only report.md shows
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -188,8 +62,32 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines + ["| " + " | ".join(r) + " |" for r in rows]
 
 
-def model_table(models: list[ModelRow]) -> list[str]:
-    """Markdown rows: reward, success, pass^k, error shares and cost of every evaluated model."""
+def _print_table(console: Console, title: str, header: list[str], rows: list[list[str]]) -> None:
+    table = Table(title=title)
+    for column in header:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+def headline_text(report: LoopReport) -> str:
+    """One line: JOSH's own increment over the policy that ran the first search, or why there is none."""
+    c = report.headline
+    if c is not None:
+        return (
+            f"JOSH increment ({c.model} minus {c.baseline}, the policy that ran the first search): "
+            f"{fmt_interval(c.interval, signed=True)} average reward over {c.tasks} tasks "
+            f"({c.better} better, {c.worse} worse)"
+        )
+    if report.unfinished:
+        return f"JOSH increment: not yet measured (the loop stopped before {report.unfinished!r})"
+    reasons = [n.message for n in report.notes if n.arm == "JOSH"]
+    return f"JOSH increment: none ({reasons[0] if reasons else 'no JOSH model was evaluated'})"
+
+
+def model_rows(models: list[ModelEntry]) -> tuple[list[str], list[list[str]]]:
+    """Reward, success, pass^k, error shares and cost of every evaluated model."""
     ks = sorted({k for m in models for k in m.summary.pass_k})
     header = ["model", "round", "average reward [95% CI]", "100% success [95% CI]"]
     header += [f"pass^{k}" for k in ks] + ["malformed", "bad API use", "LLM calls", "tokens", "wall"]
@@ -202,66 +100,195 @@ def model_table(models: list[ModelRow]) -> list[str]:
             + [f"{s.malformed_share:.1%}", f"{s.bad_api_use_share:.1%}", f"{s.llm_calls:,}"]
             + [f"{s.prompt_tokens + s.completion_tokens:,}", f"{s.wall_s:.0f} s"]
         )
-    return _md_table(header, rows)
+    return header, rows
 
 
-def write_loop_report(result: Any, *, title: str = "josh loop") -> Path:
-    """``<run>/report.md`` with the metrics of every evaluated model, the rollout and training costs, and PNG
-    plots under ``<run>/plots/``."""
+def curve_rows(report: LoopReport) -> tuple[list[str], list[list[str]]]:
+    """Average reward [95% CI] per round (rows) and arm (columns); round 0 is the policy that searched first."""
+    arms = list(dict.fromkeys(m.arm for m in report.models if m.round > 0))
+    start = report.model(report.start) if report.start else None
+    rounds = sorted({m.round for m in report.models if m.round > 0})
+    searched = {h.round: h.policy for h in report.harvest}
+    rows = []
+    if start is not None:
+        rows.append(["0", "-", *[fmt_interval(start.summary.average_reward) for _ in arms]])
+    for r in rounds:
+        cells = {m.arm: fmt_interval(m.summary.average_reward) for m in report.models if m.round == r}
+        rows.append([str(r), searched.get(r, "-"), *[cells.get(a, "-") for a in arms]])
+    return ["round", "searched with", *arms], rows
+
+
+def harvest_rows(report: LoopReport) -> tuple[list[str], list[list[str]]]:
+    """Per round: trees searched and rewarded, rows and tokens harvested, LLM calls, yield per 100 calls."""
+    header = ["round", "searched with", "trees", "rewarded", "used (trimmed)", "SFT rows / tokens"]
+    header += ["KTO good + bad / tokens", "LLM calls", "rewarded per 100 calls", "search wall"]
+    control = any(h.control_rows is not None for h in report.harvest)
+    header += ["control-random rows / tokens"] if control else []
+    rows = []
+    for h in report.harvest:
+        row = [str(h.round), h.policy, str(h.trees), str(h.rewarded), f"{h.accepted} ({h.trimmed})"]
+        row += [f"{h.sft_rows} / {h.sft_tokens:,}", f"{h.kto_good} + {h.kto_bad} / {h.kto_tokens:,}"]
+        row += [f"{h.llm_calls:,}", f"{h.rewarded_per_100_calls:.2f}", f"{h.search_wall_s:.0f} s"]
+        if control:
+            row += ["-" if h.control_rows is None else f"{h.control_rows} / {h.control_tokens or 0:,}"]
+        rows.append(row)
+    return header, rows
+
+
+def comparison_rows(items: list[ComparisonEntry]) -> tuple[list[str], list[list[str]]]:
+    """Paired comparisons: model, baseline, what the pair measures, difference [95% CI], tasks moved."""
+    header = ["model", "compared with", "measures", "average reward difference [95% CI]", "better", "worse", "tasks"]
+    rows = [
+        [c.model, c.baseline, c.role, fmt_interval(c.interval, signed=True), str(c.better), str(c.worse), str(c.tasks)]
+        for c in items
+    ]
+    return header, rows
+
+
+def training_rows(report: LoopReport) -> tuple[list[str], list[list[str]]]:
+    rows = [
+        [t.name, str(t.rows), str(t.steps), f"{t.tokens:,}", "-" if t.loss is None else f"{t.loss:.4f}"]
+        + [f"{t.wall_s:.0f} s"]
+        for t in report.training
+    ]
+    return ["run", "rows", "steps", "tokens seen", "final loss", "wall"], rows
+
+
+def note_lines(report: LoopReport) -> list[str]:
+    return [f"{n.arm}{f' (round {n.round})' if n.round else ''}: {n.message}" for n in report.notes]
+
+
+def write_loop_markdown(report: LoopReport, run_dir: Path) -> Path:
+    """``<run>/report.md`` from a ``LoopReport``, with PNG plots under ``<run>/plots/``."""
     from josh.plots import plot_errors, plot_reward, plot_rounds
 
-    run_dir = Path(result.run_dir)
-    models, rollouts, trained = collect(result)
     plots = run_dir / "plots"
-    lines = [f"# {title}", ""]
+    lines = [f"# {report.title}", "", f"**{headline_text(report)}**", ""]
+    if report.unfinished:
+        lines += [f"The loop has not finished: the next stage is {report.unfinished!r}.", ""]
+    models = report.models
     if models:
         first = models[0].summary
         lines += [
             f"Every model is evaluated on the same {first.tasks} held-out tasks x {first.trials} trial(s). Intervals "
             "are 95% percentile bootstrap intervals over tasks.",
             "",
-            *model_table(models),
+            *_md_table(*model_rows(models)),
+            "",
+            f"![Average reward and 100% success per model](plots/{plot_reward(models, plots / 'reward.png').name})",
+            "",
+            f"![Error categories per model](plots/{plot_errors(models, plots / 'errors.png').name})",
             "",
         ]
-        figures = [
-            ("Average reward and 100% success per model", plot_reward(models, plots / "reward.png")),
-            ("Conversations with each error category, per model", plot_errors(models, plots / "errors.png")),
-            ("Average reward per round", plot_rounds(models, plots / "rounds.png")),
+    header, rows = curve_rows(report)
+    if len(header) > 2 and rows:
+        lines += ["## Reward per round", "", *_md_table(header, rows), ""]
+        figure = plot_rounds(models, report.start, plots / "rounds.png")
+        lines += [f"![Average reward per round](plots/{figure.name})", ""] if figure else []
+    if report.harvest:
+        counter = report.harvest[0].token_counter
+        lines += ["## Harvest", "", f"Tokens counted with the {counter} tokenizer.", ""]
+        lines += [*_md_table(*harvest_rows(report)), ""]
+    if report.comparisons:
+        lines += [
+            "## Paired comparisons",
+            "",
+            "Per-task reward differences on the same held-out tasks, with 95% bootstrap intervals over tasks; an "
+            "interval above zero supports an improvement.",
+            "",
+            *_md_table(*comparison_rows(report.comparisons)),
+            "",
         ]
-        lines += [f"![{caption}](plots/{path.name})\n" for caption, path in figures if path is not None]
-        paired = comparisons(models)
-        if paired:
-            lines += [
-                "## Paired comparisons",
-                "",
-                "Per-task reward differences on the same held-out tasks, with 95% bootstrap intervals over tasks; an "
-                "interval above zero supports an improvement.",
-                "",
-                *comparison_table(paired),
-                "",
-            ]
-    if rollouts:
-        lines += ["## Rollout cost", ""]
-        lines += _md_table(
-            ["round", "tasks", "reached 100%", "mean reward", "LLM calls", "prompt tokens", "completion tokens"]
-            + ["wall (last session)", "search time summed over tasks"],
-            [
-                [str(r.round), str(r.tasks), str(r.success), f"{r.mean_reward:.3f}", f"{r.llm_calls:,}"]
-                + [f"{r.prompt_tokens:,}", f"{r.completion_tokens:,}", f"{r.wall_s:.0f} s", f"{r.task_s:.0f} s"]
-                for r in rollouts
-            ],
-        )
-        lines.append("")
-    if trained:
-        lines += ["## Training", ""]
-        lines += _md_table(
-            ["run", "rows", "steps", "final loss", "wall"],
-            [
-                [t.name, str(t.rows), str(t.steps), "-" if t.loss is None else f"{t.loss:.4f}", f"{t.wall_s:.0f} s"]
-                for t in trained
-            ],
-        )
-        lines.append("")
+    if report.notes:
+        lines += ["## Arms that ended without a model", "", *[f"- {line}" for line in note_lines(report)], ""]
+    if report.training:
+        lines += ["## Training", "", *_md_table(*training_rows(report)), ""]
     path = run_dir / "report.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def print_loop_report(report: LoopReport, console: Console) -> None:
+    """The report's tables on the terminal, the headline last."""
+    header, rows = model_rows(report.models)
+    keep = [0, 1, 2, 3, len(header) - 3, len(header) - 2, len(header) - 1]  # model, round, reward, success, cost
+    _print_table(console, "held-out evaluation (95% bootstrap intervals)", [header[i] for i in keep],
+                 [[r[i] for i in keep] for r in rows])  # fmt: skip
+    header, rows = curve_rows(report)
+    if len(rows) > 2:
+        _print_table(console, "average reward per round", header, rows)
+    if report.harvest:
+        header, rows = harvest_rows(report)
+        keep = [i for i, name in enumerate(header) if name not in TERMINAL_HIDDEN]
+        _print_table(console, "harvest per round", [header[i] for i in keep], [[r[i] for i in keep] for r in rows])
+    shown = [c for c in report.comparisons if c.role != "vs base"]
+    if shown:
+        _print_table(console, "paired comparisons (per-task differences)", *comparison_rows(shown))
+    for line in note_lines(report):
+        console.print(f"[yellow]ended:[/yellow] {line}", highlight=False)
+    console.print(f"[bold]{headline_text(report)}[/bold]", highlight=False)
+
+
+def seed_rows(report: SeedsReport) -> tuple[list[str], list[list[str]]]:
+    """Each seed's JOSH increment (or why it has none)."""
+    rows = []
+    for run in report.runs:
+        c = run.headline
+        cell = fmt_interval(c.interval, signed=True) if c else run.headline_text.split(": ", 1)[-1]
+        moved = [str(c.better), str(c.worse), "yes" if c.low > 0 else "no"] if c else ["-", "-", "no"]
+        rows.append([str(run.seed), run.run_dir, c.model if c else "-", cell, *moved])
+    return ["seed", "folder", "JOSH model", "increment [95% CI]", "better", "worse", "above zero"], rows
+
+
+def pooled_rows(report: SeedsReport) -> tuple[list[str], list[list[str]]]:
+    """Every comparison pooled over seeds, with each seed's mean and their spread."""
+    header = ["model", "compared with", "measures", "pooled difference [95% CI]", "tasks", "per seed", "sd"]
+    header += ["seeds above / below zero"]
+    rows = []
+    for p in [report.headline, *report.comparisons] if report.headline else report.comparisons:
+        per_seed = ", ".join("-" if d is None else f"{d:+.3f}" for d in p.per_seed)
+        iv = Interval(mean=p.difference, low=p.low, high=p.high)
+        rows.append(
+            [p.model, p.baseline, p.role, fmt_interval(iv, signed=True), str(p.tasks), per_seed, f"{p.spread_sd:.3f}"]
+            + [f"{p.above_zero} / {p.below_zero}"]
+        )
+    return header, rows
+
+
+def write_seeds_markdown(report: SeedsReport, run_dir: Path) -> Path:
+    """``<run>/report.md`` of several seeds: each seed's increment, then every comparison pooled."""
+    from josh.seeds import increment_line
+
+    lines = [f"# {report.title}", ""]
+    if report.headline is not None:
+        lines += [f"**{increment_line(report.headline, len(report.runs))}**", ""]
+    lines += [
+        "JOSH increment: the newest model of the policy arm minus the policy that ran the first search, per held-out "
+        "task. Pooled: each task's difference averaged over the seeds, 95% bootstrap interval over tasks; a seed "
+        "that trained no JOSH model counts as 0. 'Seeds excluding zero' counts seeds whose own interval lies above "
+        "zero. Each seed's full report is in its folder.",
+        "",
+        "## Seeds",
+        "",
+        *_md_table(*seed_rows(report)),
+        "",
+        "## Pooled comparisons",
+        "",
+        *_md_table(*pooled_rows(report)),
+        "",
+    ]
+    unfinished = [f"- {r.run_dir}: stopped before {r.unfinished!r}" for r in report.runs if r.unfinished]
+    lines += ["## Unfinished seeds (left out of the pool)", "", *unfinished, ""] if unfinished else []
+    path = run_dir / "report.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def print_seeds_report(report: SeedsReport, console: Console) -> None:
+    """The combined report on the terminal, the pooled increment last."""
+    from josh.seeds import increment_line
+
+    _print_table(console, "JOSH increment per seed", *seed_rows(report))
+    _print_table(console, "comparisons pooled over seeds", *pooled_rows(report))
+    if report.headline is not None:
+        console.print(f"[bold]{increment_line(report.headline, len(report.runs))}[/bold]", highlight=False)

@@ -47,10 +47,19 @@ class StubTrainer:
         if self.fail_on is not None and len(self.calls) == self.fail_on:
             raise KeyboardInterrupt("killed during training")
         run = recipe.output_dir / recipe.run_name
-        (run / "skill.json").write_text(json.dumps({"noise": max(0.0, BASE_NOISE - 0.02 * rows)}))
+        start = _noise(recipe.model.adapter or recipe.model.name)  # a continued adapter or a merged model
+        (run / "skill.json").write_text(json.dumps({"noise": max(0.0, start - 0.02 * rows)}))
         metrics = {"rows": rows, "global_step": rows, "train_loss": 0.5, "train_runtime_s": 0.1}
         (run / "metrics.json").write_text(json.dumps(metrics))
         return run
+
+
+def merger(adapter: Path, out: Path, dtype: str) -> Path:
+    """Stands in for PEFT's merge: the merged 'model' has the adapter's skill."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "skill.json").write_text((adapter / "skill.json").read_text())
+    (out / "config.json").write_text(json.dumps({"merged_from": str(adapter), "dtype": dtype}))
+    return out
 
 
 def recipe(tmp_path: Path, **changes: Any) -> LoopRecipe:
@@ -70,7 +79,7 @@ def recipe(tmp_path: Path, **changes: Any) -> LoopRecipe:
 
 
 def run(tmp_path: Path, trainer: StubTrainer, **changes: Any):
-    return Loop(recipe(tmp_path, **changes), trainer=trainer, builder=builder, progress=False).run()
+    return Loop(recipe(tmp_path, **changes), trainer=trainer, builder=builder, merger=merger, progress=False).run()
 
 
 def test_loop_runs_every_stage_and_reports(tmp_path: Path) -> None:
@@ -91,7 +100,7 @@ def test_loop_runs_every_stage_and_reports(tmp_path: Path) -> None:
     report = (run_dir / "report.md").read_text()
     for label in summaries:
         assert f"| {label} |" in report
-    assert "## Rollout cost" in report and "## Training" in report
+    assert "## Harvest" in report and "## Training" in report
     for pair in ("| warm start | base |", "| round 1 JOSH-SFT | warm start |", "| round 1 JOSH-KTO | base |"):
         assert pair in report, pair
     assert (run_dir / "plots" / "reward.png").stat().st_size > 1000
@@ -192,6 +201,9 @@ def test_loop_recipe_files_load_and_unknown_keys_are_named(tmp_path: Path) -> No
     demo = load_loop_recipe(root / "demo-cpu.yaml")
     paper = load_loop_recipe(root / "loop-paper-llama3-8b.yaml", ["rounds=2"])
     assert demo.setup.backend == "hf" and paper.rounds == 2 and paper.sft and paper.kto
+    science = load_loop_recipe(root / "science-cpu.yaml", ["seeds=5"])
+    assert science.rounds == 2 and science.kto_from == "sft" and science.controls.random and science.controls.retrain
+    assert science.eval.limit == 50 and science.extract.trim_at_failure and demo.extract.trim_at_failure
     assert paper.rollout.search.max_beam == 8 and paper.rollout.search.branching == 2
     with pytest.raises(RecipeError, match="did you mean 'rounds'"):
         load_loop_recipe(root / "demo-cpu.yaml", ["round=2"])

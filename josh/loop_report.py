@@ -1,0 +1,250 @@
+"""``report.json``: everything a loop measured, machine-readable, read from the stage folders a ``LoopResult``
+points at. ``josh.report`` renders it as ``report.md`` and terminal tables; ``josh.seeds`` pools several seeds.
+
+Comparisons are paired per held-out task (a task's trials averaged), with a percentile bootstrap 95% interval over
+tasks (``josh.metrics.paired_difference``). Missing or unreadable files are left out, so a partial loop still
+reports what it has.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from josh.jsonl import iter_jsonl
+from josh.loop_result import LoopResult, RoundRecord
+from josh.metrics import Interval, Summary, paired_difference
+
+REPORT_JSON = "report.json"
+
+
+class ModelEntry(BaseModel):
+    """One evaluated model: its metrics and its rewards per task (one value per trial)."""
+
+    label: str
+    arm: str
+    round: int
+    folder: str
+    summary: Summary
+    per_task: dict[str, list[float]] = Field(default_factory=dict)
+
+
+class ComparisonEntry(BaseModel):
+    """``model`` minus ``baseline`` in average reward, paired over the tasks both were evaluated on."""
+
+    model: str
+    baseline: str
+    role: str
+    difference: float
+    low: float
+    high: float
+    tasks: int
+    better: int
+    worse: int
+
+    @property
+    def interval(self) -> Interval:
+        return Interval(mean=self.difference, low=self.low, high=self.high)
+
+    @property
+    def above_zero(self) -> bool:
+        return self.low > 0
+
+
+class HarvestEntry(BaseModel):
+    """What one round's search harvested, and what it cost."""
+
+    round: int
+    policy: str
+    trees: int = 0
+    rewarded: int = 0
+    success: int = 0
+    accepted: int = 0
+    trimmed: int = 0
+    sft_rows: int = 0
+    sft_tokens: int = 0
+    kto_good: int = 0
+    kto_bad: int = 0
+    kto_tokens: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    search_wall_s: float = 0.0
+    token_counter: str = "whitespace"
+    control_rows: int | None = None
+    control_tokens: int | None = None
+
+    @property
+    def rewarded_per_100_calls(self) -> float:
+        return 100 * self.rewarded / self.llm_calls if self.llm_calls else 0.0
+
+
+class TrainEntry(BaseModel):
+    """One training run: rows it trained on, optimiser steps, tokens seen, final loss, wall time."""
+
+    name: str
+    rows: int = 0
+    steps: int = 0
+    tokens: int = 0
+    loss: float | None = None
+    wall_s: float = 0.0
+
+
+class NoteEntry(BaseModel):
+    """An arm that ended without a model (round 0: before or across rounds)."""
+
+    arm: str
+    round: int
+    message: str
+
+
+class LoopReport(BaseModel):
+    """``report.json`` of one seed."""
+
+    kind: Literal["loop"] = "loop"
+    title: str
+    run_dir: str
+    seed: int | None = None
+    start: str | None = Field(None, description="the policy that ran the first search")
+    headline: ComparisonEntry | None = None
+    models: list[ModelEntry] = Field(default_factory=list)
+    comparisons: list[ComparisonEntry] = Field(default_factory=list)
+    harvest: list[HarvestEntry] = Field(default_factory=list)
+    training: list[TrainEntry] = Field(default_factory=list)
+    notes: list[NoteEntry] = Field(default_factory=list)
+    unfinished: str | None = Field(None, description="the first stage that has not finished, if any")
+
+    def model(self, label: str) -> ModelEntry | None:
+        return next((m for m in self.models if m.label == label), None)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def task_rewards(folder: Path) -> dict[str, list[float]]:
+    """Rewards per task id from an evaluation's ``results.jsonl``."""
+    rewards: dict[str, list[float]] = {}
+    if (folder / "results.jsonl").is_file():
+        for record in iter_jsonl(folder / "results.jsonl"):
+            rewards.setdefault(str(record["task_id"]), []).append(float(record["reward"]))
+    return rewards
+
+
+def compare(after: ModelEntry, before: ModelEntry, role: str) -> ComparisonEntry:
+    """``after`` minus ``before``, paired per task."""
+    result = paired_difference(before.per_task, after.per_task)
+    d = result.difference
+    return ComparisonEntry(
+        model=after.label, baseline=before.label, role=role, difference=d.mean, low=d.low, high=d.high,
+        tasks=result.tasks, better=result.better, worse=result.worse,
+    )  # fmt: skip
+
+
+def _models(result: LoopResult) -> list[ModelEntry]:
+    models = []
+    for item in result.evaluated:
+        data = _read_json(Path(item.folder) / "summary.json")
+        if data is not None:
+            models.append(
+                ModelEntry(
+                    label=item.label,
+                    arm=item.arm,
+                    round=item.round,
+                    folder=str(item.folder),
+                    summary=Summary(**data),
+                    per_task=task_rewards(Path(item.folder)),
+                )  # fmt: skip
+            )
+    return models
+
+
+def _harvest(record: RoundRecord) -> HarvestEntry:
+    entry = HarvestEntry(round=record.round, policy=record.policy)
+    rollout = _read_json(record.rollouts / "stats.json") or {}
+    per_task = rollout.get("per_task", {})
+    entry.trees = rollout.get("tasks", 0)
+    entry.success = rollout.get("success", 0)
+    entry.rewarded = sum(1 for t in per_task.values() if t.get("reward", 0) > 0)
+    for key in ("llm_calls", "prompt_tokens", "completion_tokens"):
+        setattr(entry, key, rollout.get(key, 0))
+    entry.search_wall_s = rollout.get("session_wall_s", 0.0)
+    extracted = _read_json(record.extract / "extract_stats.json") or {}
+    tokens = extracted.get("tokens", {})
+    entry.accepted, entry.trimmed = extracted.get("accepted", 0), extracted.get("trimmed", 0)
+    entry.sft_rows, entry.sft_tokens = extracted.get("sft", 0), tokens.get("sft", 0)
+    entry.kto_good, entry.kto_bad = extracted.get("kto_desirable", 0), extracted.get("kto_undesirable", 0)
+    entry.kto_tokens = tokens.get("kto", 0)
+    entry.token_counter = extracted.get("token_counter", "whitespace")
+    control = _read_json(record.control / "extract_stats.json") if record.control is not None else None
+    if control is not None:
+        entry.control_rows, entry.control_tokens = control.get("sft", 0), control.get("tokens", {}).get("sft", 0)
+    return entry
+
+
+def _training(result: LoopResult) -> list[TrainEntry]:
+    out = []
+    for name, folder in result.trained:
+        data = _read_json(Path(folder) / "metrics.json")
+        if data is not None:
+            out.append(
+                TrainEntry(
+                    name=name,
+                    rows=data.get("rows", 0),
+                    steps=data.get("global_step", 0),
+                    tokens=data.get("tokens") or 0,
+                    loss=data.get("train_loss"),
+                    wall_s=data.get("train_runtime_s", 0.0),
+                )  # fmt: skip
+            )
+    return out
+
+
+def build_report(result: LoopResult, *, title: str) -> LoopReport:
+    """Read every file the result points at into a ``LoopReport``."""
+    models = _models(result)
+    by_label = {m.label: m for m in models}
+    comparisons = [
+        compare(by_label[p.model], by_label[p.baseline], p.role)
+        for p in result.pairs
+        if p.model in by_label and p.baseline in by_label
+    ]
+    headline = None
+    if result.headline is not None:
+        key = (result.headline.model, result.headline.baseline)
+        headline = next((c for c in comparisons if (c.model, c.baseline) == key), None)
+    return LoopReport(
+        title=title,
+        run_dir=str(result.run_dir),
+        seed=result.seed,
+        start=result.rounds[0].policy if result.rounds else None,
+        headline=headline,
+        models=models,
+        comparisons=comparisons,
+        harvest=[_harvest(r) for r in result.rounds],
+        training=_training(result),
+        notes=[NoteEntry(arm=n.arm, round=n.round, message=n.message) for n in result.notes],
+        unfinished=result.unfinished,
+    )
+
+
+def save_report(report: LoopReport, run_dir: Path) -> Path:
+    """Write ``report.json`` and ``report.md`` (with its plots) into ``run_dir``; returns the Markdown file."""
+    from josh.report import write_loop_markdown
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / REPORT_JSON).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return write_loop_markdown(report, run_dir)
+
+
+def load_loop_report(path: Path) -> LoopReport:
+    """A ``report.json`` of one seed (a file or its run folder)."""
+    path = path / REPORT_JSON if path.is_dir() else path
+    return LoopReport.model_validate_json(path.read_text(encoding="utf-8"))

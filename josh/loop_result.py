@@ -1,0 +1,63 @@
+"""What one seed of ``josh loop`` produced, as the report reads it: the evaluated models, the comparisons the loop
+asked for, each round's search and harvest folders, and the arms that ended without a model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Evaluated:
+    """One evaluated model of the loop: its label, arm (base, warm start, JOSH-SFT, ...), round and folder."""
+
+    label: str
+    round: int
+    folder: Path
+    arm: str = ""
+
+
+@dataclass
+class Pair:
+    """A paired comparison the report computes: ``model`` against ``baseline`` on the same tasks."""
+
+    model: str
+    baseline: str
+    role: str
+
+
+@dataclass
+class RoundRecord:
+    """What one round searched with and where its harvest lies."""
+
+    round: int
+    policy: str
+    rollouts: Path
+    extract: Path
+    control: Path | None = None
+
+
+@dataclass
+class Note:
+    """An arm that ended without a model, and why."""
+
+    arm: str
+    round: int
+    message: str
+
+
+@dataclass
+class LoopResult:
+    """What a loop produced: where, which models were evaluated, which stages ran this time."""
+
+    run_dir: Path
+    seed: int | None = None
+    evaluated: list[Evaluated] = field(default_factory=list)
+    pairs: list[Pair] = field(default_factory=list)
+    rounds: list[RoundRecord] = field(default_factory=list)
+    trained: list[tuple[str, Path]] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    headline: Pair | None = None
+    unfinished: str | None = None
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)

@@ -1,0 +1,84 @@
+"""Which turns become training data: trimming an ideal path at its first failed turn, and the random-branch
+control that ignores the reward."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from josh.extract import ExtractConfig, ExtractStats, extract_random, extract_rows, random_branch, random_rows
+from josh.search import SearchConfig, search
+from josh.tree import Tree
+from tests.test_search_fakes import FakeEnv, TableAgent, TableUser, make_task
+
+FULL = {(1,): (0,), (1, 0, 1): (1,)}  # the ideal path is root -> 1 -> 1.0 -> 1.0.1
+
+
+async def grow(goals, task_id: str = "t0", **agent_kw) -> Tree:
+    agent = TableAgent(goals=goals, **agent_kw)
+    return await search(make_task(2, task_id), FakeEnv(), agent, TableUser(), SearchConfig(), system="SYS")
+
+
+def last_reply(row: dict) -> str:
+    return row["messages"][-1]["content"]
+
+
+async def test_a_failed_later_turn_is_trimmed_off_when_asked() -> None:
+    tree = await grow(FULL, errors={(1, 0, 1)})
+    strict = ExtractStats()
+    assert extract_rows([tree], ExtractConfig(), strict).sft == [] and strict.with_errors == 1
+    stats = ExtractStats()
+    rows = extract_rows([tree], ExtractConfig(trim_at_failure=True), stats)
+    assert (stats.accepted, stats.trimmed, stats.with_errors, stats.rewarded) == (1, 1, 0, 1)
+    assert [last_reply(r) for r in rows.sft] == ["reply 1.0"]
+    good = [r["completion"][-1]["content"] for r in rows.kto if r["label"]]
+    assert good == ["reply 1", "reply 1.0"]  # the failed turn is not a positive
+    assert all(r["chosen"][-1]["content"] != "reply 1.0.1" for r in rows.dpo)
+
+
+async def test_a_failed_first_turn_leaves_nothing_to_trim_to() -> None:
+    tree = await grow(FULL, errors={(1,)})
+    stats = ExtractStats()
+    assert extract_rows([tree], ExtractConfig(trim_at_failure=True), stats).sft == []
+    assert (stats.accepted, stats.trimmed, stats.with_errors) == (0, 0, 1)
+
+
+async def test_clean_paths_are_not_counted_as_trimmed() -> None:
+    stats = ExtractStats()
+    rows = extract_rows([await grow(FULL)], ExtractConfig(trim_at_failure=True), stats)
+    assert stats.trimmed == 0 and last_reply(rows.sft[0]) == "reply 1.0.1"
+
+
+async def test_random_branch_walks_to_a_leaf_through_real_children() -> None:
+    tree = await grow(FULL)
+    children = tree.children()
+    seen = set()
+    for seed in range(30):
+        path = random_branch(tree, random.Random(seed))
+        assert path[0].id == 0 and not children.get(path[-1].id)
+        assert all(b.parent == a.id for a, b in zip(path, path[1:], strict=False))
+        seen.add(tuple(n.id for n in path))
+    assert len(seen) > 1  # different seeds take different branches
+
+
+async def test_random_rows_ignore_the_reward_and_repeat_for_a_seed(tmp_path) -> None:
+    unrewarded = await grow({}, task_id="none")
+    rewarded = await grow(FULL, task_id="full")
+    stats = ExtractStats()
+    rows = random_rows([unrewarded, rewarded], ExtractConfig(min_reward=1.0), 3, stats)
+    assert stats.sft == len(rows.sft) == 2 and stats.rewarded == 1 and stats.below_reward == 0
+    again = random_rows([unrewarded, rewarded], ExtractConfig(), 3, ExtractStats())
+    assert again.sft == rows.sft
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "trees.jsonl").write_text("".join(t.model_dump_json() + "\n" for t in (unrewarded, rewarded)))
+    written = extract_random(run, tmp_path / "out", ExtractConfig(), 3)
+    assert written.sft == 2 and (tmp_path / "out" / "kto.jsonl").read_text() == ""
+    assert [json.loads(line) for line in (tmp_path / "out" / "sft.jsonl").read_text().splitlines()] == rows.sft
+
+
+async def test_random_branches_follow_the_same_error_rule() -> None:
+    tree = await grow({}, errors={(0,), (1,)})  # every first turn fails
+    stats = ExtractStats()
+    assert random_rows([tree], ExtractConfig(trim_at_failure=True), 0, stats).sft == []
+    assert stats.with_errors == 1

@@ -1,0 +1,171 @@
+"""The loop's arms beyond JOSH-SFT on the scripted loop: KTO on the merged SFT policy, the two controls, and arms
+that end with a note when they have nothing to train on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from josh.components import ComponentOptions, Components
+from josh.loop import Loop
+from josh.loop_report import load_loop_report
+from josh.recipes import RecipeError
+from josh.seeds import rebuild
+from tests.test_loop_scripted import StubTrainer, builder, merger, recipe
+
+
+class RecordingTrainer(StubTrainer):
+    """A stub trainer that also keeps every recipe it was given."""
+
+    def __init__(self, refuse: str | None = None) -> None:
+        super().__init__()
+        self.recipes: dict[str, Any] = {}
+        self.refuse = refuse
+
+    def __call__(self, recipe: Any, resume: bool) -> Path:
+        self.recipes[str(recipe.output_dir / recipe.run_name)] = recipe
+        if recipe.run_name == self.refuse:
+            self.calls.append((recipe.run_name, 0, resume))
+            raise RecipeError(f"KTO has 1 rows, fewer than one batch of {recipe.optim.per_device_batch_size}")
+        return super().__call__(recipe, resume)
+
+
+def lines(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_kto_on_sft_and_both_controls(tmp_path: Path) -> None:
+    trainer = RecordingTrainer()
+    changes = {"kto_from": "sft", "controls": {"random": True, "retrain": True}}
+    loop = Loop(recipe(tmp_path, **changes), trainer=trainer, builder=builder, merger=merger, progress=False)
+    result = loop.run()
+    run_dir = tmp_path / "scripted"
+    labels = [e.label for e in result.evaluated]
+    assert labels == ["base", "warm start", "control-retrain", "round 1 JOSH-SFT", "round 1 JOSH-SFT+KTO"] + [
+        "round 1 control-random"
+    ]
+    round1 = run_dir / "round-1"
+    kto = trainer.recipes[str(round1 / "train-kto")]
+    assert kto.method == "kto" and kto.model.name == str(round1 / "merge-sft") and kto.model.adapter is None
+    assert json.loads((round1 / "merge-sft" / "config.json").read_text())["merged_from"] == str(round1 / "train-sft")
+
+    warm_rows = lines(run_dir / "round-0" / "warmstart" / "data" / "sft.jsonl")
+    retrain = trainer.recipes[str(run_dir / "round-0" / "control-retrain" / "train")]
+    assert retrain.seed == 42 + 1000
+    assert sorted(lines(Path(retrain.data))) == sorted(warm_rows)  # its own rows, in another order
+    control = trainer.recipes[str(round1 / "control-random" / "train")]
+    josh = trainer.recipes[str(round1 / "train-sft")]
+    assert control.seed == josh.seed and control.optim == josh.optim  # trained exactly like the SFT arm
+    random_rows = lines(round1 / "control-random" / "data" / "sft.jsonl")
+    assert lines(Path(control.data)) == warm_rows + random_rows
+
+    report = load_loop_report(run_dir)
+    roles = {(c.model, c.baseline): c.role for c in report.comparisons}
+    assert roles[("round 1 JOSH-SFT+KTO", "round 1 JOSH-SFT")] == "KTO on SFT"
+    assert roles[("round 1 control-random", "warm start")] == "control"
+    assert roles[("round 1 JOSH-SFT", "round 1 control-random")] == "JOSH vs control"
+    assert roles[("control-retrain", "warm start")] == "noise floor"
+    assert roles[("round 1 JOSH-SFT", "control-retrain")] == "JOSH vs control"
+    assert (report.headline.model, report.headline.baseline) == ("round 1 JOSH-SFT", "warm start")
+    (harvest,) = report.harvest
+    assert harvest.trees == 10 and harvest.control_rows == len(random_rows) and harvest.sft_rows >= 1
+    assert harvest.control_tokens > 0 and harvest.rewarded >= harvest.accepted
+    markdown = (run_dir / "report.md").read_text()
+    assert (
+        "control-random rows / tokens" in markdown
+        and "| round 1 JOSH-SFT+KTO | round 1 JOSH-SFT | KTO on SFT |" in (markdown)
+    )
+
+
+def test_kto_policy_searches_the_next_round(tmp_path: Path) -> None:
+    from josh.manifest import input_digest, read_manifest
+
+    changes = {"kto_from": "sft", "policy": "kto", "rounds": 2}
+    Loop(recipe(tmp_path, **changes), trainer=StubTrainer(), builder=builder, merger=merger, progress=False).run()
+    run_dir = tmp_path / "scripted"
+    manifest = read_manifest(run_dir / "round-2" / "rollouts")
+    assert manifest.inputs["policy"] == input_digest(run_dir / "round-1" / "train-kto")
+    report = load_loop_report(run_dir)
+    assert report.headline.model == "round 2 JOSH-SFT+KTO" and report.headline.baseline == "warm start"
+    assert [h.policy for h in report.harvest] == ["warm start", "round 1 JOSH-SFT+KTO"]
+    kto_rows = [lines(run_dir / f"round-{r}" / "extract" / "kto.jsonl") for r in (1, 2)]
+    assert lines(run_dir / "round-2" / "train-kto" / "data.jsonl") == kto_rows[0] + kto_rows[1]  # accumulate
+
+
+def test_rounds_without_tasks_fail_before_any_work(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="round 21 has no rollout tasks"):
+        Loop(recipe(tmp_path, rounds=25), trainer=StubTrainer(), builder=builder, progress=False).run()
+    assert not (tmp_path / "scripted" / "round-0").exists()
+
+
+class Apologetic:
+    """An agent that never calls a tool: no search it runs is ever rewarded."""
+
+    async def turn(self, history: list[Any], state: Any, *, n: int = 1) -> list[Any]:
+        from josh.agents.base import AgentTurn
+        from josh.types import assistant
+
+        return [AgentTurn(state=state.fork(), messages=[assistant("Sorry.")], reply="Sorry.") for _ in range(n)]
+
+
+def hopeless(options: ComponentOptions, agent_options: dict[str, Any]) -> Components:
+    """Searches find nothing to reward; evaluations are the usual noisy oracle."""
+    built = builder(options, agent_options)
+    if options.split == "train":
+        built.agent = Apologetic()
+    return built
+
+
+def test_arms_with_nothing_to_train_on_end_with_a_note_and_the_loop_goes_on(tmp_path: Path) -> None:
+    changes = {"rounds": 2, "warm_start": None, "controls": {"retrain": True}}
+    result = Loop(recipe(tmp_path, **changes), trainer=StubTrainer(), builder=hopeless, progress=False).run()
+    run_dir = tmp_path / "scripted"
+    assert (run_dir / "round-2" / "rollouts" / "trees.jsonl").is_file()  # round 2 still searched
+    assert [e.label for e in result.evaluated] == ["base"]
+    report = load_loop_report(run_dir)
+    ended = {(n.arm, n.round) for n in report.notes}
+    assert ended == {("control-retrain", 0), ("JOSH-SFT", 1), ("JOSH-KTO", 1), ("JOSH-SFT", 2), ("JOSH-KTO", 2)} | {
+        ("JOSH", 0)
+    }
+    sft_note = next(n.message for n in report.notes if n.arm == "JOSH-SFT")
+    assert "0 of 10 trees rewarded" in sft_note and report.headline is None
+    markdown = (run_dir / "report.md").read_text()
+    assert "## Arms that ended without a model" in markdown and "**JOSH increment: none (" in markdown
+
+
+def test_a_trainer_refusal_ends_that_arm_only_and_is_remembered(tmp_path: Path) -> None:
+    trainer = RecordingTrainer(refuse="train-kto")
+    Loop(recipe(tmp_path), trainer=trainer, builder=builder, progress=False).run()
+    run_dir = tmp_path / "scripted"
+    note = next(n for n in load_loop_report(run_dir).notes if n.arm == "JOSH-KTO")
+    assert "fewer than one batch" in note.message
+    assert (run_dir / "round-1" / "train-kto" / "ended.txt").is_file()
+    again = RecordingTrainer(refuse="train-kto")
+    assert Loop(recipe(tmp_path), trainer=again, builder=builder, progress=False).run().ran == []
+    assert again.calls == []
+
+
+def test_report_of_a_killed_loop_says_where_it_stopped(tmp_path: Path) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        Loop(recipe(tmp_path), trainer=StubTrainer(fail_on=2), builder=builder, progress=False).run()
+    report = rebuild(tmp_path / "scripted")
+    assert report.unfinished == "round 1 train-sft"
+    assert [m.label for m in report.models] == ["base", "warm start"] and report.headline is None
+    assert "not yet measured" in (tmp_path / "scripted" / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"kto_from": "sft", "sft": None, "warm_start": None}, "give both an sft and a kto arm"),
+        ({"controls": {"random": True}, "sft": None, "warm_start": None}, "add an sft arm"),
+        ({"sft_from": "policy", "accumulate": False, "policy": "kto"}, "use policy: sft"),
+        ({"controls": {"randum": True}}, "randum"),
+    ],
+)
+def test_bad_arm_settings_are_refused(tmp_path: Path, changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        recipe(tmp_path, **changes)

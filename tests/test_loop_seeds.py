@@ -1,0 +1,136 @@
+"""Independent seeds of the scripted loop, the combined report, pooling by hand, ``josh report`` and the
+self-training benchmark's last line."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from josh.cli import app
+from josh.components import ComponentOptions, Components
+from josh.loop_report import LoopReport, ModelEntry, compare, load_loop_report
+from josh.manifest import read_manifest
+from josh.metrics import bootstrap, summarize
+from josh.seeds import SeedsReport, increment_line, pooled_headline, rebuild, run_seeds
+from tests.test_loop_scripted import StubTrainer, builder, merger, recipe
+
+ROOT = Path(__file__).resolve().parents[1]
+LINE = re.compile(
+    r"^JOSH increment: [+-]\d\.\d{3} \[[+-]\d\.\d{3}, [+-]\d\.\d{3}\] over \d+ tasks; seeds excluding zero: \d+/\d+$"
+)
+
+
+def seeded(options: ComponentOptions, agent_options: dict[str, Any]) -> Components:
+    """The noisy oracle, whose noise draws follow the rollout sampling seed (so seeds search differently)."""
+    from josh.agents import make_agent
+
+    built = builder(options, agent_options)
+    sampling = options.agent_sampling
+    if sampling is not None and sampling.seed is not None:
+        built.agent = make_agent("oracle", built.env, noise=built.agent.noise, seed=sampling.seed)
+    return built
+
+
+class SeedTrainer(StubTrainer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seeds: dict[str, int] = {}
+
+    def __call__(self, recipe: Any, resume: bool) -> Path:
+        self.seeds[str(recipe.output_dir / recipe.run_name)] = recipe.seed
+        return super().__call__(recipe, resume)
+
+
+def test_seeds_run_apart_and_pool_into_one_report(tmp_path: Path) -> None:
+    trainer = SeedTrainer()
+    small = {"eval": {"split": "test", "limit": 6, "max_turns": 10}, "kto": None, "seeds": 2}
+    report = run_seeds(recipe(tmp_path, **small), progress=False, trainer=trainer, builder=seeded, merger=merger)
+    parent = tmp_path / "scripted"
+    assert [r.run_dir for r in report.runs] == ["seed-0", "seed-1"] and [r.seed for r in report.runs] == [0, 1]
+    for k in (0, 1):
+        folder = parent / f"seed-{k}"
+        assert read_manifest(folder / "round-1" / "rollouts").config["rollout"]["sampling"]["seed"] == k
+        assert trainer.seeds[str(folder / "round-0" / "warmstart" / "train")] == 42 + k
+        assert load_loop_report(folder).headline is not None
+    trees = [(parent / f"seed-{k}" / "round-1" / "rollouts" / "trees.jsonl").read_text() for k in (0, 1)]
+    assert trees[0] != trees[1]
+    assert report.headline is not None and len(report.headline.per_seed) == 2 and report.headline.tasks == 6
+    assert json.loads((parent / "report.json").read_text())["kind"] == "seeds"
+    assert "## Seeds" in (parent / "report.md").read_text()
+
+    assert rebuild(parent) == report  # `josh report` rebuilds the same report from the finished stages
+    cli = CliRunner().invoke(app, ["report", str(parent), "--json"])
+    assert cli.exit_code == 0 and SeedsReport.model_validate_json(cli.output) == report
+    bench = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "self_training.py"), str(parent)],
+        capture_output=True, text=True, check=True, env={"PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    last = bench.stdout.strip().splitlines()[-1]
+    assert LINE.match(last) and last == increment_line(report.headline, 2)
+
+
+def entry(label: str, rewards: dict[str, float], arm: str = "") -> ModelEntry:
+    per_task = {t: [r] for t, r in rewards.items()}
+    return ModelEntry(label=label, arm=arm or label, round=0, folder="-", summary=summarize([]), per_task=per_task)
+
+
+def seed_report(start: dict[str, float], final: dict[str, float] | None, seed: int) -> LoopReport:
+    models = [entry("warm start", start)] + ([entry("round 1 JOSH-SFT", final)] if final else [])
+    headline = compare(models[1], models[0], "headline") if final else None
+    return LoopReport(
+        title="t", run_dir=f"seed-{seed}", seed=seed, start="warm start", headline=headline, models=models
+    )
+
+
+def test_pooled_increment_by_hand() -> None:
+    start = {"a": 0.0, "b": 0.0, "c": 0.5}
+    reports = [
+        seed_report(start, {"a": 1.0, "b": 0.0, "c": 0.5}, 0),  # +1 on a only
+        seed_report(start, None, 1),  # no JOSH model: counts as 0 on every task
+        seed_report(start, {"a": 1.0, "b": 1.0, "c": 1.5}, 2),  # +1 everywhere: its interval lies above zero
+    ]
+    pooled = pooled_headline(reports)
+    per_task = [(1 + 0 + 1) / 3, (0 + 0 + 1) / 3, (0 + 0 + 1) / 3]
+    assert pooled.per_seed == [1 / 3, 0.0, 1.0]
+    assert (pooled.tasks, pooled.better, pooled.worse, pooled.above_zero) == (3, 3, 0, 1)
+    assert abs(pooled.difference - sum(per_task) / 3) < 1e-12
+    iv = bootstrap([[d] for d in per_task])
+    assert (pooled.low, pooled.high) == (iv.low, iv.high)
+    line = increment_line(pooled, len(reports))
+    assert (
+        LINE.match(line) and line.startswith("JOSH increment: +0.444 [") and line.endswith("seeds excluding zero: 1/3")
+    )
+
+
+def test_unfinished_seed_is_left_out_of_the_pool() -> None:
+    done = seed_report({"a": 0.0}, {"a": 1.0}, 0)
+    stopped = seed_report({"a": 0.0}, None, 1).model_copy(update={"unfinished": "round 1 train-sft"})
+    pooled = pooled_headline([done, stopped])
+    assert pooled.per_seed == [1.0, None] and pooled.difference == 1.0
+
+
+def test_seeds_refuse_a_folder_that_holds_one_seed(tmp_path: Path) -> None:
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "loop.yaml").write_text("name: demo\n")
+    cli = CliRunner().invoke(
+        app,
+        ["loop", "-r", str(ROOT / "recipes" / "demo-cpu.yaml"), "--seeds", "2"]
+        + ["--set", f"output_dir={tmp_path}", "--set", "name=demo"],
+    )
+    assert cli.exit_code == 2 and "holds a single-seed run" in cli.output
+
+
+def test_report_of_a_folder_without_a_loop_is_a_clear_error(tmp_path: Path) -> None:
+    cli = CliRunner().invoke(app, ["report", str(tmp_path)])
+    assert cli.exit_code == 2 and "holds no josh loop run" in cli.output
+    bench = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "self_training.py"), str(tmp_path)],
+        capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert bench.returncode == 2 and "no report.json" in bench.stderr
