@@ -190,8 +190,8 @@ class HFLLM:
         ]
         try:
             parts = await asyncio.gather(*(self.batcher.submit(chunk) for chunk in chunks))
-        except LLMError:
-            self.usage.errors += 1
+        except LLMError as exc:
+            self.usage.failed(exc)
             raise
         completions = [c for part in parts for c in part]
         for extra in completions[1:]:

@@ -184,8 +184,8 @@ class VLLMLLM:
         )
         try:
             completions = await self._engine.batcher.submit(request)
-        except LLMError:
-            self.usage.errors += 1
+        except LLMError as exc:
+            self.usage.failed(exc)
             raise
         self.usage.add(completions)
         return completions
