@@ -82,11 +82,12 @@ class Components:
         return sum(llm.usage.errors for llm in self.llms)
 
     def close(self) -> None:
-        """Stop the backends' worker threads (a generation in progress stops at its next token)."""
+        """Stop the local backends' worker threads now (queued requests fail, a generation stops at its next token);
+        called when a run ends or is interrupted."""
         for llm in self.llms:
             close = getattr(llm, "close", None)
             if callable(close):
-                close()
+                close(cancel=True)
 
 
 def build_env(name: str, data: str) -> Env:

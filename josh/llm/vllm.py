@@ -190,9 +190,9 @@ class VLLMLLM:
         self.usage.add(completions)
         return completions
 
-    def close(self) -> None:
-        """Stop the engine's batching thread."""
-        self._engine.batcher.close()
+    def close(self, *, cancel: bool = False) -> None:
+        """Stop the engine's batching thread (with ``cancel``, queued requests fail instead of running)."""
+        self._engine.batcher.close(cancel=cancel)
 
     def _params(self, n: int, sampling: Sampling) -> Any:
         params: dict[str, Any] = {
