@@ -137,7 +137,7 @@ def _llm_keys(options: ComponentOptions) -> tuple[LLMKey | None, LLMKey | None]:
 def preflight(options: ComponentOptions, *, check_connection: bool = True) -> dict[LLMKey, LLMConfig]:
     """Check every name and backend setting (``ValueError``) and that HTTP backends answer (``LLMError``), without
     loading a model; returns the LLM configs the run needs, keyed by (backend, model, base URL)."""
-    from josh.llm.factory import build_llm, check_installed, llm_config
+    from josh.llm.factory import build_llm, check_buildable, llm_config
     from josh.llm.health import check_connections
 
     check_names(options)
@@ -147,7 +147,7 @@ def preflight(options: ComponentOptions, *, check_connection: bool = True) -> di
         if key is not None and key not in configs:
             settings = options.llm_options if key == agent_key else {}
             configs[key] = llm_config(key[0], key[1], **settings, **({"base_url": key[2]} if key[2] else {}))
-            check_installed(key[0])
+            check_buildable(configs[key])
     if check_connection:
         check_connections(build_llm(config) for config in configs.values() if config.backend == "openai")
     return configs

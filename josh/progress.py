@@ -26,7 +26,8 @@ def stage_progress(
 
 
 class LineProgress(Progress):
-    """A ``Progress`` that prints its tasks as plain lines at most every ``every_s`` seconds, and when one finishes."""
+    """A ``Progress`` that prints its tasks as plain lines: at the first update, then at most every ``every_s``
+    seconds, and once more with the final counts when it stops."""
 
     def __init__(self, *columns: str | ProgressColumn, console: Console, every_s: float = LINE_EVERY_S) -> None:
         super().__init__(*columns, console=console, disable=True)
@@ -41,15 +42,20 @@ class LineProgress(Progress):
         super().advance(task_id, advance)
         self._maybe_print(task_id)
 
+    def stop(self) -> None:
+        for task_id in list(self._printed):
+            self._print(task_id)
+        self._printed.clear()
+        super().stop()
+
     def _maybe_print(self, task_id: TaskID) -> None:
-        task = self._tasks[task_id]
-        now = time.monotonic()
         last = self._printed.get(task_id)
-        if not task.finished and last is not None and now - last < self.every_s:
-            return
-        if task.finished and last == float("inf"):
-            return
-        self._printed[task_id] = float("inf") if task.finished else now
+        if last is None or (time.monotonic() - last >= self.every_s and not self._tasks[task_id].finished):
+            self._print(task_id)
+
+    def _print(self, task_id: TaskID) -> None:
+        self._printed[task_id] = time.monotonic()
+        task = self._tasks[task_id]
         parts = [f"{task.description} {task.completed:g}/{task.total:g}" if task.total else task.description]
         parts += [f"{k} {v}" for k, v in task.fields.items()]
         parts.append(f"{_duration(task.elapsed or 0.0)} elapsed")

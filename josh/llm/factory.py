@@ -85,14 +85,23 @@ def llm_config(backend: str, model: str | None = None, **options: Any) -> LLMCon
 PACKAGES = {"hf": ("torch", "transformers"), "vllm": ("vllm",)}
 
 
-def check_installed(backend: str) -> None:
-    """Raise ``ImportError`` naming the install command when a package the backend needs is missing."""
+SCRIPTED_NEEDS_REPLIES = (
+    'the scripted backend needs canned replies: --llm-option \'replies=["...", "..."]\' '
+    "(setup.llm_options.replies in a loop recipe; policy= in Python)"
+)
+
+
+def check_buildable(config: LLMConfig) -> None:
+    """What ``build_llm`` would fail on, checked without loading anything: a missing package (``ImportError``
+    naming the install command) or a scripted backend without replies (``ValueError``)."""
     import importlib.util
 
-    for name in PACKAGES.get(backend, ()):
+    for name in PACKAGES.get(config.backend, ()):
         if importlib.util.find_spec(name) is None:
             hint = "pip install 'josh[vllm]' (GPU only)" if name == "vllm" else "pip install 'josh[train]'"
-            raise ImportError(f"the {backend} backend needs {name}, which is not installed: {hint}")
+            raise ImportError(f"the {config.backend} backend needs {name}, which is not installed: {hint}")
+    if config.backend == "scripted" and not config.replies:
+        raise ValueError(SCRIPTED_NEEDS_REPLIES)
 
 
 def _explain(exc: ValidationError, options: dict[str, Any]) -> str:
@@ -172,10 +181,7 @@ def _scripted(config: LLMConfig, policy: Any) -> LLM:
     if policy is None:
         policy = config.replies
     if policy is None or (isinstance(policy, Sequence) and not isinstance(policy, str) and not policy):
-        raise ValueError(
-            'the scripted backend needs canned replies: --llm-option \'replies=["...", "..."]\' '
-            "(setup.llm_options.replies in a loop recipe; policy= in Python)"
-        )
+        raise ValueError(SCRIPTED_NEEDS_REPLIES)
     if isinstance(policy, str):
         policy = [policy]
     return ScriptedLLM(policy, latency_s=config.latency_s, max_concurrency=config.max_concurrency)

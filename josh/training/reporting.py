@@ -75,7 +75,7 @@ def write_model_card(run_dir: Path, recipe: TrainRecipe, metrics: dict[str, Any]
     base = recipe.model.name
     kind = "LoRA adapter" if recipe.lora.enabled else "fine-tune"
     continued = f" (continuing the adapter `{recipe.model.adapter}`)" if recipe.model.adapter else ""
-    loss = metrics.get("train_loss")
+    loss, steps = metrics.get("train_loss"), metrics.get("global_step")
     loss_text = f", final training loss {loss:.4f}" if isinstance(loss, float) else ""
     commit = f", commit {info.git_commit}" if info.git_commit else ""
     lines = [
@@ -93,7 +93,7 @@ def write_model_card(run_dir: Path, recipe: TrainRecipe, metrics: dict[str, Any]
         f"- data: `{recipe.data}`, {metrics.get('rows', '?')} rows used (rows longer than max_length="
         f"{recipe.max_length} tokens are skipped, never truncated)",
         "- recipe: `recipe.yaml` in this folder" + (f", from `{source}`" if source else ""),
-        f"- training: {metrics.get('global_step', '?')} optimizer steps{loss_text}; the loss curve is in "
+        f"- training: {steps} optimizer step{'' if steps == 1 else 's'}{loss_text}; the loss curve is in "
         "`metrics.json`, the trainer's logs in `train.log`",
         f"- josh {info.josh_version}{commit}",
         "",
