@@ -59,9 +59,7 @@ def no_model_loads(monkeypatch):
     ],
 )
 @pytest.mark.parametrize("command", ["eval", "rollout"])
-def test_bad_names_and_settings_are_one_line_before_any_model_loads(
-    command, flags, message, tmp_path, no_model_loads
-):
+def test_bad_names_and_settings_are_one_line_before_any_model_loads(command, flags, message, tmp_path, no_model_loads):
     result = run(command, "--out", str(tmp_path / "run"), *flags)
     assert result.exit_code == 2, result.output
     assert len(lines(result.output)) <= 3 and message in result.output
