@@ -3,7 +3,7 @@
 Replays one fixed, seeded mix of calls (goal-complete searches, under- and over-specified searches, bookings and a
 few invalid calls) over the real MultiWOZ DB, and prints calls/s for both, their ratio and the DB load time.
 
-    .venv/bin/python benchmarks/env_calls.py [DB_FOLDER] [--calls N] [--seed S]
+    python benchmarks/env_calls.py [DB_FOLDER] [--calls N] [--seed S]
 
 Needs pandas for the baseline (``pip install -e '.[dev]'``). Targets: >= 50,000 calls/s, >= 50x the baseline,
 all four DBs loaded in < 0.5 s.
