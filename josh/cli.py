@@ -3,6 +3,7 @@ so ``josh --help`` stays fast)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -25,6 +26,9 @@ def main(
 ) -> None:
     """JOSH: rollouts with turn-level beam search, SFT/KTO/DPO data, LoRA training, evaluation."""
     set_verbose(verbose)
+    # Idle OpenMP threads sleep instead of spinning (see josh.demo): on a CPU shared with other work, spinning threads
+    # made generation several times slower. Every command imports torch lazily, after this.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 @app.command()

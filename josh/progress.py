@@ -50,7 +50,9 @@ class LineProgress(Progress):
 
     def _maybe_print(self, task_id: TaskID) -> None:
         last = self._printed.get(task_id)
-        if last is None or (time.monotonic() - last >= self.every_s and not self._tasks[task_id].finished):
+        if self._tasks[task_id].finished:  # stop() prints the final line, with the last fields
+            self._printed.setdefault(task_id, time.monotonic())
+        elif last is None or time.monotonic() - last >= self.every_s:
             self._print(task_id)
 
     def _print(self, task_id: TaskID) -> None:
