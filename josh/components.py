@@ -77,10 +77,6 @@ class Components:
     def cost(self) -> float:
         return sum(llm.usage.cost for llm in self.llms)
 
-    def llm_errors(self) -> int:
-        """LLM requests that failed after their retries, over every backend of the run."""
-        return sum(llm.usage.errors for llm in self.llms)
-
     def close(self) -> None:
         """Stop the local backends' worker threads now (queued requests fail, a generation stops at its next token);
         called when a run ends or is interrupted."""
