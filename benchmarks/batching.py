@@ -4,7 +4,7 @@ Eight short, different dialogue prompts are served (a) one at a time, each await
 once, which the backend gathers into one batched ``generate``. Rounds alternate between the two modes so load from
 other processes hits both alike. Prints generated tokens per second for each mode and their ratio (target >= 3x).
 
-    .venv/bin/python benchmarks/batching.py [--rounds 2] [--max-new-tokens 48] [--threads N]
+    python benchmarks/batching.py [--rounds 2] [--max-new-tokens 48] [--threads N]
 
 On a machine shared with other busy processes, ``--threads 1`` avoids torch's thread pool waiting on descheduled
 threads, which slows small batches (the one-at-a-time baseline) far more than large ones.

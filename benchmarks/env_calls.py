@@ -3,7 +3,7 @@
 Replays one fixed, seeded mix of calls (goal-complete searches, under- and over-specified searches, bookings and a
 few invalid calls) over the real MultiWOZ DB, and prints calls/s for both, their ratio and the DB load time.
 
-    .venv/bin/python benchmarks/env_calls.py [DB_FOLDER] [--calls N] [--seed S]
+    python benchmarks/env_calls.py [DB_FOLDER] [--calls N] [--seed S]
 
 Needs pandas for the baseline (``pip install -e '.[dev]'``). Targets: >= 50,000 calls/s, >= 50x the baseline,
 all four DBs loaded in < 0.5 s.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=3, help="replays per side; the fastest counts")
     opts = parser.parse_args()
+    if not opts.db.is_dir():
+        sys.exit(
+            f"error: no MultiWOZ database at {opts.db}: pass the db folder of `josh data download toolwoz` "
+            "(e.g. envs/toolwoz/db), or put the real data in ../shared/data/multiwoz"
+        )
 
     load_s = load_cpu = float("inf")
     for _ in range(opts.repeat):

@@ -1,6 +1,6 @@
 """Evaluation throughput with no LLM: the scripted oracle agent and the agenda user over 100 mini ToolWOZ tasks.
 
-    .venv/bin/python benchmarks/eval_scripted.py [--tasks 100] [--concurrency 16]
+    python benchmarks/eval_scripted.py [--tasks 100] [--concurrency 16]
 
 Prints the wall time of ``josh.evaluate.evaluate`` (results.jsonl + summary.json written, as a user's run would)
 against the 5 s target, and against a baseline measured in the same run: the same conversations driven one after

@@ -5,7 +5,7 @@ served concurrently, then each is sampled ``n=4`` times the way a JOSH search ex
 with the prefix cache off (``prefix_cache_tokens=0``) and on, alternating, on the same loaded model. Prints prompt
 tokens per second, wall time and the ratio.
 
-    .venv/bin/python benchmarks/prefix_cache.py [--rounds 2] [--max-new-tokens 24]
+    python benchmarks/prefix_cache.py [--rounds 2] [--max-new-tokens 24]
 """
 
 from __future__ import annotations

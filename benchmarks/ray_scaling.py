@@ -12,7 +12,7 @@ also runs in one process without Ray (``run_rollouts``) under the same per-engin
 
 Target: 2 actors >= 1.7 x the tasks/s of 1 actor.
 
-    .venv/bin/python benchmarks/ray_scaling.py [--tasks 64] [--latency 0.05] [--llm-slots 8] [--concurrency 4]
+    python benchmarks/ray_scaling.py [--tasks 64] [--latency 0.05] [--llm-slots 8] [--concurrency 4]
 """
 
 from __future__ import annotations

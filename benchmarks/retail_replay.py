@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from josh.envs.retail import RetailDB, RetailEnv, RetailState, details_of
+from josh.envs.retail.db import RetailDataError
 from josh.types import Task
 
 SAMPLE = 40
@@ -66,6 +67,10 @@ def main(data_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(
+    folder = (
         Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "shared/data/taubench/retail"
     )
+    try:
+        main(folder)
+    except RetailDataError as exc:
+        sys.exit(f"error: {exc}")

@@ -14,7 +14,7 @@ Printed:
 
 Targets: wall <= 1.3 x bound and >= 20 x faster than one at a time.
 
-    .venv/bin/python benchmarks/search_scheduling.py [--tasks 32] [--latency 0.05] [--skip-serial]
+    python benchmarks/search_scheduling.py [--tasks 32] [--latency 0.05] [--skip-serial]
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Both train the offline SmolLM2 with the same LoRA and trainer arguments on a gen
 function-calling conversations; the ratio josh / plain should stay within 10% (josh adds loading checks, the
 training template and the metrics callback, never work inside the step).
 
-    .venv/bin/python benchmarks/train_throughput.py --rows 8 --steps 4 --repeat 2
+    python benchmarks/train_throughput.py --rows 8 --steps 4 --repeat 2
 """
 
 from __future__ import annotations

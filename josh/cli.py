@@ -3,7 +3,12 @@ so ``josh --help`` stays fast)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import typer
+
+from josh.cli_errors import reported, reports_errors, set_verbose
 
 app = typer.Typer(
     name="josh",
@@ -14,8 +19,16 @@ app = typer.Typer(
 
 
 @app.callback()
-def main() -> None:
+def main(
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", envvar="JOSH_VERBOSE", help="show the full traceback when a command fails"
+    ),
+) -> None:
     """JOSH: rollouts with turn-level beam search, SFT/KTO/DPO data, LoRA training, evaluation."""
+    set_verbose(verbose)
+    # Idle OpenMP threads sleep instead of spinning (see josh.demo): on a CPU shared with other work, spinning threads
+    # made generation several times slower. Every command imports torch lazily, after this.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 @app.command()
@@ -74,11 +87,6 @@ def _components(**names: object) -> object:
     return ComponentOptions(**names, llm_options=llm_options, agent_sampling=sampling)
 
 
-def _fail(exc: Exception) -> typer.Exit:
-    typer.secho(f"error: {exc}", fg="red", err=True)
-    return typer.Exit(2)
-
-
 @app.command()
 def rollout(
     out: str = typer.Option(..., "--out", help="run folder: trees.jsonl and stats.json go here (rerun to resume)"),
@@ -111,10 +119,12 @@ def rollout(
     max_attempts: int = typer.Option(3, min=1, help="--ray: tries per task when actors die under it"),
 ) -> None:
     """JOSH beam search over a task split; one tree per task streamed to OUT/trees.jsonl (resumable)."""
+    from josh.components import preflight
+    from josh.quiet import noise_to
     from josh.rollout import RolloutConfig, RolloutOptions, rollout_from_options
     from josh.search import SearchConfig
 
-    try:
+    with reported(interrupted=f"finished trees are in {out}/trees.jsonl; rerun the same command to resume"):
         components = _components(
             env=env, data=data, split=split, agent=agent, backend=backend, model=model, user=user,
             user_backend=user_backend, user_model=user_model, limit=limit,
@@ -125,23 +135,29 @@ def rollout(
         options = RolloutOptions(
             out=out, components=components, rollout=RolloutConfig(search=search, concurrency=concurrency)
         )
-        if ray_address is None:
-            stats = rollout_from_options(options, progress=progress)
-        else:
-            from josh.distributed import RayOptions, rollout_on_ray
+        preflight(components)
+        with noise_to(Path(out) / "rollout.log"):
+            if ray_address is None:
+                stats = rollout_from_options(options, progress=progress)
+            else:
+                from josh.distributed import RayOptions, rollout_on_ray
 
-            ray_options = RayOptions(
-                address=ray_address, actors=actors, gpus_per_actor=gpus_per_actor,
-                cpus_per_actor=cpus_per_actor, max_attempts=max_attempts,
-            )  # fmt: skip
-            stats = rollout_on_ray(options, ray_options, progress=progress)
-    except (ValueError, OSError) as exc:
-        raise _fail(exc) from exc
+                ray_options = RayOptions(
+                    address=ray_address, actors=actors, gpus_per_actor=gpus_per_actor,
+                    cpus_per_actor=cpus_per_actor, max_attempts=max_attempts,
+                )  # fmt: skip
+                stats = rollout_on_ray(options, ray_options, progress=progress)
     typer.echo(
         f"{stats.tasks} tasks ({stats.skipped_finished} already done), {stats.success} reached 100%, "
         f"mean reward {stats.mean_reward:.3f}, {stats.llm_calls} LLM calls, "
         f"{stats.prompt_tokens + stats.completion_tokens} tokens -> {out}"
     )
+    if stats.llm_errors or stats.failed_tasks:
+        typer.secho(
+            f"errors: {stats.llm_errors} turns cut short by LLM errors, {stats.failed_tasks} tasks not searched "
+            f"(see {out}/stats.json)",
+            fg="yellow",
+        )
 
 
 @app.command("eval")
@@ -170,35 +186,56 @@ def eval_(
     """Evaluate an agent (no search) on a split: average reward, 100% success, pass^k, error shares, cost."""
     import asyncio
 
-    from josh.components import build_components
-    from josh.evaluate import evaluate
+    from josh.components import build_components, preflight
+    from josh.evaluate import evaluate, finished_count
+    from josh.llm.health import stop_if_failing
+    from josh.quiet import noise_to
     from josh.report import print_summary
 
-    try:
+    with reported(interrupted=f"finished conversations are in {out}/results.jsonl; rerun the same command to resume"):
         options = _components(
             env=env, data=data, split=split, agent=agent, backend=backend, model=model, user=user,
             user_backend=user_backend, user_model=user_model, limit=limit,
             base_url=base_url, user_base_url=user_base_url,
             temperature=temperature, max_new_tokens=max_new_tokens, llm_option=llm_option,
         )  # fmt: skip
-        built = build_components(options)
-        summary = asyncio.run(
-            evaluate(
-                built.env,
-                built.tasks,
-                built.agent,
-                built.user,
-                out,
-                trials=trials,
-                concurrency=concurrency,
-                max_turns=max_turns,
-                cost=built.cost,
-                show_progress=progress,
-            )  # fmt: skip
-        )
-    except (ValueError, OSError) as exc:
-        raise _fail(exc) from exc
+        preflight(options)
+        with noise_to(Path(out) / "eval.log"):
+            built = build_components(options, check_connection=False)
+        try:
+            done = finished_count(out, built.tasks, trials)
+            if done:
+                typer.echo(f"resuming {out}: {done} of {len(built.tasks) * trials} conversations already done")
+            with noise_to(Path(out) / "eval.log"):
+                summary = asyncio.run(
+                    evaluate(
+                        built.env,
+                        built.tasks,
+                        built.agent,
+                        built.user,
+                        out,
+                        trials=trials,
+                        concurrency=concurrency,
+                        max_turns=max_turns,
+                        cost=built.cost,
+                        show_progress=progress,
+                        guard=lambda: stop_if_failing(built.llms),
+                        run=options.run_info(),
+                    )
+                )
+        finally:
+            built.close()
     print_summary(summary, title=f"{agent} on {env}/{data}:{split} -> {out}")
+    _print_errors(summary.error_counts, out)
+
+
+def _print_errors(counts: dict[str, int], out: str) -> None:
+    """One line with the run's error counts (LLM failures first), when there were any."""
+    if not counts:
+        return
+    order = sorted(counts, key=lambda k: (k != "llm_error", -counts[k], k))
+    text = ", ".join(f"{k} {counts[k]}" for k in order)
+    typer.secho(f"errors: {text} (per conversation in {out}/results.jsonl)", fg="yellow")
 
 
 @app.command()
@@ -218,15 +255,13 @@ def extract(
     """Turn rollout trees into sft.jsonl, kto.jsonl and dpo.jsonl (TRL conversational formats)."""
     from josh.extract import ExtractConfig, extract_run
 
-    try:
+    with reported():
         config = ExtractConfig(
             min_reward=min_reward,
             drop_errors=[] if keep_errors else ExtractConfig().drop_errors,
             trim_at_failure=trim_at_failure,
         )
         stats, out_dir = extract_run(run, out, config, tokenizer=tokenizer, skip_bad_lines=skip_bad_lines)
-    except (ValueError, OSError) as exc:
-        raise _fail(exc) from exc
     typer.echo(
         f"{stats.accepted}/{stats.trees} trees used ({stats.trimmed} trimmed): {stats.sft} SFT, {stats.kto_desirable} good + "
         f"{stats.kto_undesirable} bad KTO, {stats.dpo} DPO rows -> {out_dir}"
@@ -246,7 +281,7 @@ def view(
     """Self-contained HTML of JOSH search trees: ideal path, partial and pruned branches, tool calls."""
     from josh.view import open_in_browser, write_index, write_task
 
-    try:
+    with reported():
         if task is not None:
             page = write_task(run, task, out)
             typer.echo(f"tree of {task} -> {page}")
@@ -254,13 +289,12 @@ def view(
             page, rows = write_index(run, out)
             unreadable = sum(1 for r in rows if r.page is None)
             typer.echo(f"{len(rows)} tasks ({unreadable} unreadable) -> {page}")
-    except (ValueError, OSError) as exc:
-        raise _fail(exc) from exc
     if open_ and not open_in_browser(page):
         typer.echo(f"no browser could be started; open {page.resolve().as_uri()}")
 
 
 @app.command("loop")
+@reports_errors
 def loop_(
     recipe: str = typer.Option(..., "--recipe", "-r", help="loop recipe YAML, e.g. recipes/demo-cpu.yaml"),
     overrides: list[str] = typer.Option(None, "--set", help="override a recipe key, e.g. --set rounds=2"),
@@ -288,10 +322,8 @@ def report_(
     from josh.report import print_loop_report, print_seeds_report
     from josh.seeds import SeedsReport, rebuild
 
-    try:
+    with reported():
         report = rebuild(Path(run_dir))
-    except (ValueError, OSError) as exc:
-        raise _fail(exc) from exc
     if as_json:
         typer.echo(report.model_dump_json(indent=2))
     elif isinstance(report, SeedsReport):
@@ -301,11 +333,12 @@ def report_(
 
 
 @app.command()
+@reports_errors
 def demo(
     overrides: list[str] = typer.Option(None, "--set", help="override a key of recipes/demo-cpu.yaml"),
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
-    """The CPU demo: JOSH self-training of SmolLM2-135M on the mini ToolWOZ set (offline; about 25 minutes on 2 cores)."""
+    """The CPU demo: JOSH self-training of SmolLM2-135M on the mini ToolWOZ set (offline; 18 to 20 minutes on 2 cores)."""
     from josh.demo import demo_recipe, run_with_table
 
     run_with_table(str(demo_recipe()), overrides or [], progress=progress)

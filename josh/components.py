@@ -1,7 +1,9 @@
 """Build the environment, LLMs, agent and user simulator of a run from names (the CLI and recipes use this).
 
 LLMs are built only for the components that need one: the scripted ``oracle`` / ``replay`` agents and the
-rule-based ``agenda`` / ``scripted`` users run without a model, so no model is loaded for them.
+rule-based ``agenda`` / ``scripted`` users run without a model, so no model is loaded for them. Every name and
+backend setting is checked before anything loads, and an HTTP backend is asked once whether it can be reached, so
+a typo or a server that is down stops the run at once with one line.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from josh.agents.base import Agent
 from josh.envs.base import Env
 from josh.llm.base import LLM, Sampling
+from josh.llm.factory import LLMConfig
+from josh.runinfo import RunInfo, run_info
 from josh.types import Task
 from josh.users.base import UserSimulator
 
@@ -48,6 +52,17 @@ class ComponentOptions(BaseModel):
     agent_sampling: Sampling | None = None
     user_sampling: Sampling | None = None
 
+    def run_info(self, **extra: Any) -> RunInfo:
+        """The provenance record of a run built from these options (``extra``: e.g. ``recipe``)."""
+        needs_user_llm = self.user not in LLM_FREE_USERS
+        return run_info(
+            env=self.env, data=self.data, split=self.split, agent=self.agent,
+            backend=None if self.agent in LLM_FREE_AGENTS else self.backend,
+            model=None if self.agent in LLM_FREE_AGENTS else self.model, user=self.user,
+            user_backend=(self.user_backend or self.backend) if needs_user_llm else None,
+            user_model=(self.user_model or self.model) if needs_user_llm else None, **extra,
+        )  # fmt: skip
+
 
 @dataclass
 class Components:
@@ -61,6 +76,14 @@ class Components:
 
     def cost(self) -> float:
         return sum(llm.usage.cost for llm in self.llms)
+
+    def close(self) -> None:
+        """Stop the local backends' worker threads now (queued requests fail, a generation stops at its next token);
+        called when a run ends or is interrupted."""
+        for llm in self.llms:
+            close = getattr(llm, "close", None)
+            if callable(close):
+                close(cancel=True)
 
 
 def build_env(name: str, data: str) -> Env:
@@ -78,34 +101,68 @@ def build_env(name: str, data: str) -> Env:
     raise ValueError(f"unknown environment {name!r}; choose toolwoz or retail")
 
 
-def build_components(options: ComponentOptions) -> Components:
-    """Build everything ``options`` names; a bad name raises ``ValueError`` before any model loads."""
-    from josh.agents import make_agent
-    from josh.llm.factory import make_llm
-    from josh.users import make_user
+LLMKey = tuple[str, str | None, str | None]
 
-    env = build_env(options.env, options.data)
-    tasks = env.tasks(options.split)[: options.limit]
-    llms: dict[tuple[str, str | None, str | None], LLM] = {}
-    agent_key = (options.backend, options.model, options.base_url)
 
-    def llm_for(backend: str, model: str | None, base_url: str | None) -> LLM:
-        key = (backend, model, base_url)
-        if base_url and backend != "openai":
-            raise ValueError(f"a base URL ({base_url}) only applies to the openai backend, not {backend!r}")
-        if key not in llms:
-            settings = options.llm_options if key == agent_key else {}
-            llms[key] = make_llm(backend, model, **settings, **({"base_url": base_url} if base_url else {}))
-        return llms[key]
+def check_names(options: ComponentOptions) -> None:
+    """Raise ``ValueError`` for an unknown environment, agent or user (before anything is loaded)."""
+    from josh.agents import agent_key
+    from josh.users import user_kinds
 
-    agent_llm = None
-    if options.agent not in LLM_FREE_AGENTS:
-        agent_llm = llm_for(*agent_key)
-    user_llm = None
+    if options.env not in ("toolwoz", "retail"):
+        raise ValueError(f"unknown environment {options.env!r} (--env); choose toolwoz or retail")
+    agent_key(options.agent)
+    if options.user.strip().lower() not in user_kinds():
+        raise ValueError(f"unknown user simulator {options.user!r} (--user); choose one of {', '.join(user_kinds())}")
+
+
+def _llm_keys(options: ComponentOptions) -> tuple[LLMKey | None, LLMKey | None]:
+    """(backend, model, base URL) of the agent's and the user's LLM; None for a component that needs none."""
+    agent = (options.backend, options.model, options.base_url) if options.agent not in LLM_FREE_AGENTS else None
+    user = None
     if options.user not in LLM_FREE_USERS:
         shared = options.user_backend is None and options.user_model is None
-        user_url = options.user_base_url or (options.base_url if shared else None)
-        user_llm = llm_for(options.user_backend or options.backend, options.user_model or options.model, user_url)
+        url = options.user_base_url or (options.base_url if shared else None)
+        user = (options.user_backend or options.backend, options.user_model or options.model, url)
+    for key in (agent, user):
+        if key is not None and key[2] and key[0] != "openai":
+            raise ValueError(f"--base-url {key[2]} only applies to the openai backend, not {key[0]!r}")
+    return agent, user
+
+
+def preflight(options: ComponentOptions, *, check_connection: bool = True) -> dict[LLMKey, LLMConfig]:
+    """Check every name and backend setting (``ValueError``) and that HTTP backends answer (``LLMError``), without
+    loading a model; returns the LLM configs the run needs, keyed by (backend, model, base URL)."""
+    from josh.llm.factory import build_llm, check_buildable, llm_config
+    from josh.llm.health import check_connections
+
+    check_names(options)
+    agent_key, user_key = _llm_keys(options)
+    configs: dict[LLMKey, LLMConfig] = {}
+    for key in (agent_key, user_key):
+        if key is not None and key not in configs:
+            settings = options.llm_options if key == agent_key else {}
+            configs[key] = llm_config(key[0], key[1], **settings, **({"base_url": key[2]} if key[2] else {}))
+            check_buildable(configs[key])
+    if check_connection:
+        check_connections(build_llm(config) for config in configs.values() if config.backend == "openai")
+    return configs
+
+
+def build_components(options: ComponentOptions, *, check_connection: bool = True) -> Components:
+    """Build everything ``options`` names, after ``preflight`` (so a bad name, a bad setting or an unreachable HTTP
+    backend stops the run before any model loads)."""
+    from josh.agents import make_agent
+    from josh.llm.factory import build_llm
+    from josh.users import make_user
+
+    configs = preflight(options, check_connection=check_connection)
+    agent_key, user_key = _llm_keys(options)
+    env = build_env(options.env, options.data)
+    tasks = env.tasks(options.split)[: options.limit]
+    llms: dict[LLMKey, LLM] = {key: build_llm(config) for key, config in configs.items()}
+    agent_llm = llms[agent_key] if agent_key else None
+    user_llm = llms[user_key] if user_key else None
     agent_opts = {"sampling": options.agent_sampling} if options.agent_sampling and agent_llm else {}
     user_opts = {"sampling": options.user_sampling} if options.user_sampling and user_llm else {}
     agent = make_agent(options.agent, env, agent_llm, **agent_opts)

@@ -27,13 +27,15 @@ def demo_recipe() -> Path:
 
 def run_with_table(recipe_path: str, overrides: list[str], *, progress: bool = True, seeds: int | None = None) -> None:
     """Load, run (or resume) and summarise a loop (every seed when ``seeds`` > 1); input problems become one red
-    line and exit code 2."""
+    line and exit code 2. Library warnings and progress bars go to ``<run>/loop.log`` (a stage that logs to its own
+    file takes them first)."""
     # Idle OpenMP threads sleep instead of spinning: on a CPU shared with other work, spinning threads made CPU
     # generation several times slower (measured: 24 s vs 5 s for 32 tokens). Must be set before torch loads.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from josh.llm.models import ModelNotFoundError
     from josh.loop import Loop
     from josh.loop_report import load_loop_report
+    from josh.quiet import noise_to
     from josh.recipes import RecipeError, load_loop_recipe
     from josh.report import print_loop_report, print_seeds_report
     from josh.seeds import run_seeds
@@ -44,13 +46,14 @@ def run_with_table(recipe_path: str, overrides: list[str], *, progress: bool = T
     start = time.perf_counter()
     try:
         recipe = load_loop_recipe(recipe_path, [*overrides, *([f"seeds={seeds}"] if seeds is not None else [])])
-        if recipe.seeds > 1:
-            print_seeds_report(run_seeds(recipe, console=console, progress=progress), console)
-            stages = ""
-        else:
-            result = Loop(recipe, console=console, progress=progress).run()
-            print_loop_report(load_loop_report(result.run_dir), console)
-            stages = f"{len(result.ran)} stage(s) ran, {len(result.skipped)} skipped, "
+        with noise_to(recipe.run_dir / "loop.log"):  # the report tables go to stdout, the terminal
+            if recipe.seeds > 1:
+                print_seeds_report(run_seeds(recipe, console=console, progress=progress), console)
+                stages = ""
+            else:
+                result = Loop(recipe, console=console, progress=progress).run()
+                print_loop_report(load_loop_report(result.run_dir), console)
+                stages = f"{len(result.ran)} stage(s) ran, {len(result.skipped)} skipped, "
     except (RecipeError, DatasetError, ModelNotFoundError, TemplateError, ValueError, OSError) as exc:
         Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(2) from None

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from josh.components import ComponentOptions, Components, build_components, build_env
+from josh.components import ComponentOptions, Components, build_components, build_env, preflight
 from josh.jsonl import JsonlWriter
 from josh.rollout import (
     TREES_FILE,
@@ -235,8 +235,10 @@ def rollout_on_ray(
     skipped = len({t.id for t in tasks} & done)
     earlier_s = earlier_wall_s(out) if done else 0.0
     start = time.perf_counter()
+    run = comps.run_info()
     if not todo:
-        return write_stats(out, start, skipped, earlier_s)
+        return write_stats(out, start, skipped, earlier_s, run)
+    preflight(comps)
     started = _connect(ray, ray_options.address)
     pool = None
     try:
@@ -260,5 +262,5 @@ def rollout_on_ray(
             pool.close()
         if started:
             ray.shutdown()
-        stats = write_stats(out, start, skipped, earlier_s)
+        stats = write_stats(out, start, skipped, earlier_s, run)
     return stats

@@ -22,6 +22,8 @@ from josh.envs.base import Env
 from josh.interrupt import terminate_like_interrupt
 from josh.jsonl import JsonlWriter, read_models
 from josh.metrics import Summary, summarize
+from josh.progress import stage_progress
+from josh.runinfo import RunInfo
 from josh.types import Task
 from josh.users.base import UserSimulator
 
@@ -48,8 +50,13 @@ async def evaluate(
     max_turns: int = 15,
     cost: Callable[[], float] | None = None,
     show_progress: bool = False,
+    guard: Callable[[], None] | None = None,
+    run: RunInfo | None = None,
 ) -> Summary:
-    """Run every (task, trial) not yet in ``results.jsonl`` and write ``summary.json`` over all of them."""
+    """Run every (task, trial) not yet in ``results.jsonl`` and write ``summary.json`` over all of them.
+
+    ``guard`` is called before each result is written and may raise to stop the run (e.g. a dead backend, see
+    ``josh.llm.health``); ``run`` is stored in the summary as the run's provenance."""
     if not tasks:
         raise ValueError("no tasks to evaluate: the task list is empty")
     out = Path(out_dir)
@@ -63,7 +70,10 @@ async def evaluate(
     start = time.perf_counter()
 
     async def converse(task: Task, trial: int) -> ConversationRecord:
-        return await run_conversation(env, task, agent, user_sim, max_turns=max_turns, trial=trial)
+        record = await run_conversation(env, task, agent, user_sim, max_turns=max_turns, trial=trial)
+        if guard is not None:
+            guard()
+        return record
 
     with terminate_like_interrupt():
         try:
@@ -73,6 +83,7 @@ async def evaluate(
             records = [r for r in load_results(out) if (r.task_id, r.trial) in wanted]
             wall_s = round(earlier_s + time.perf_counter() - start, 3)
             summary = summarize(records, cost=cost() if cost else 0.0, wall_s=wall_s)
+            summary.run = run
             (out / SUMMARY).write_text(json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
     return summary
 
@@ -95,7 +106,19 @@ async def _run_pending(
             if progress is not None:
                 progress.advance(bar)
 
-        await asyncio.gather(*(one(t, k) for t, k in todo))
+        jobs = [asyncio.ensure_future(one(t, k)) for t, k in todo]
+        try:
+            await asyncio.gather(*jobs)
+        finally:  # a failed conversation (e.g. the guard) stops the others before they write
+            for job in jobs:
+                job.cancel()
+            await asyncio.gather(*jobs, return_exceptions=True)
+
+
+def finished_count(out_dir: str | Path, tasks: Sequence[Task], trials: int) -> int:
+    """How many of the run's (task, trial) conversations ``results.jsonl`` already holds (a rerun skips them)."""
+    wanted = {(t.id, k) for t in tasks for k in range(trials)}
+    return len({(r.task_id, r.trial) for r in load_results(out_dir)} & wanted)
 
 
 def _earlier_wall_s(out: Path) -> float:
@@ -112,12 +135,8 @@ class _progress:
 
     def __init__(self, enabled: bool, total: int) -> None:
         self.progress = (
-            Progress(
-                TextColumn("conversations"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeRemainingColumn(),
-                transient=True,
+            stage_progress(
+                TextColumn("conversations"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
             )
             if enabled
             else None
@@ -128,7 +147,7 @@ class _progress:
         if self.progress is None:
             return None, 0
         self.progress.start()
-        return self.progress, self.progress.add_task("eval", total=self.total)
+        return self.progress, self.progress.add_task("conversations", total=self.total)
 
     def __exit__(self, *exc: object) -> None:
         if self.progress is not None:

@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from josh.conversation import ConversationRecord
+from josh.runinfo import RunInfo
 from josh.types import ErrorCategory
 
 
@@ -39,6 +40,7 @@ class Summary(BaseModel):
     completion_tokens: int
     cost: float = 0.0
     wall_s: float
+    run: RunInfo | None = None
 
 
 def pass_hat_k(successes_per_task: Sequence[tuple[int, int]], k: int) -> float:

@@ -4,8 +4,9 @@ Up to ``concurrency`` tasks are searched at the same time, and inside each task 
 flight together, so the backend sees all of them at once. Every finished task is appended to ``trees.jsonl`` as
 one line and flushed to disk. Restarting the same command skips the task ids already in the file (a torn last
 line left by a crash is cut off first); a task is never written twice. ``stats.json`` (per-task and total LLM
-calls, tokens, wall time, reward, nodes) is rewritten from the whole file when the run ends, also after a crash,
-Ctrl-C or SIGTERM; its ``wall_s`` adds up the sessions of the run (a session killed outright leaves no time to add).
+calls, turns cut short by LLM errors, tokens, wall time, reward, nodes, and what produced the run) is rewritten from
+the whole file when the run ends, also after a crash, Ctrl-C or SIGTERM; its ``wall_s`` adds up the sessions of the run
+(a session killed outright leaves no time to add).
 The runner takes constructed objects; ``rollout_from_options`` builds them from command-line options.
 """
 
@@ -19,13 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from josh.agents.base import Agent
 from josh.components import ComponentOptions, build_components
 from josh.envs.base import Env
 from josh.interrupt import terminate_like_interrupt
 from josh.jsonl import JsonlWriter, iter_jsonl
+from josh.progress import stage_progress
+from josh.runinfo import RunInfo
 from josh.search import SearchConfig, search
 from josh.tree import Tree
 from josh.types import Task
@@ -53,7 +56,8 @@ class TaskStats(BaseModel):
     completion_tokens: int = 0
     wall_s: float = 0.0
     nodes: int = 0
-    errors: int = 0
+    errors: int = Field(0, description="dead nodes: the agent or user failed on that turn")
+    llm_errors: int = Field(0, description="turns cut short by an LLM request that failed after its retries")
     error: str | None = None
 
 
@@ -67,12 +71,14 @@ class RunStats(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     nodes: int = 0
-    errors: int = 0
-    failed_tasks: int = 0
-    search_wall_s: float = 0.0
-    session_wall_s: float = 0.0
+    errors: int = Field(0, description="dead nodes over all trees (agent or user failures)")
+    llm_errors: int = Field(0, description="turns cut short by a failed LLM request, over all trees")
+    failed_tasks: int = Field(0, description="tasks that could not be searched at all")
+    summed_task_s: float = Field(0.0, description="search seconds summed over tasks (tasks run concurrently)")
+    session_wall_s: float = Field(0.0, description="wall-clock seconds of this session of the command only")
     wall_s: float = Field(0.0, description="wall time of every session of the run so far, this one included")
-    skipped_finished: int = 0
+    skipped_finished: int = Field(0, description="tasks found already finished in trees.jsonl and skipped")
+    run: RunInfo | None = None
     per_task: dict[str, TaskStats] = Field(default_factory=dict)
 
 
@@ -91,6 +97,7 @@ def summarize(trees_path: Path) -> RunStats:
             max_reward=rec.get("max_reward", 0.0),
             success=bool(rec.get("success")),
             error=rec.get("error"),
+            llm_errors=sum(str(e) == "llm_error" for n in rec.get("nodes") or [] for e in n.get("errors") or []),
             **{
                 k: s.get(k, 0) for k in ("llm_calls", "prompt_tokens", "completion_tokens", "wall_s", "nodes", "errors")
             },
@@ -100,10 +107,10 @@ def summarize(trees_path: Path) -> RunStats:
     stats.tasks = len(tasks)
     stats.success = sum(t.success for t in tasks)
     stats.mean_reward = round(sum(t.reward for t in tasks) / len(tasks), 4) if tasks else 0.0
-    for key in ("llm_calls", "prompt_tokens", "completion_tokens", "nodes", "errors"):
+    for key in ("llm_calls", "prompt_tokens", "completion_tokens", "nodes", "errors", "llm_errors"):
         setattr(stats, key, sum(getattr(t, key) for t in tasks))
     stats.failed_tasks = sum(1 for t in tasks if t.error)
-    stats.search_wall_s = round(sum(t.wall_s for t in tasks), 3)
+    stats.summed_task_s = round(sum(t.wall_s for t in tasks), 3)
     return stats
 
 
@@ -117,13 +124,14 @@ def earlier_wall_s(out: Path) -> float:
     return float(earlier) if isinstance(earlier, int | float) and earlier >= 0 else 0.0
 
 
-def write_stats(out: Path, start: float, skipped: int, earlier_s: float = 0.0) -> RunStats:
+def write_stats(out: Path, start: float, skipped: int, earlier_s: float = 0.0, run: RunInfo | None = None) -> RunStats:
     """Summarise ``out/trees.jsonl`` into ``out/stats.json`` for a session that began at ``start`` (perf_counter),
-    after earlier sessions that took ``earlier_s`` seconds."""
+    after earlier sessions that took ``earlier_s`` seconds; ``run`` says what produced the run."""
     stats = summarize(out / TREES_FILE)
     stats.session_wall_s = round(time.perf_counter() - start, 3)
     stats.wall_s = round(earlier_s + stats.session_wall_s, 3)
     stats.skipped_finished = skipped
+    stats.run = run
     (out / STATS_FILE).write_text(json.dumps(stats.model_dump(), indent=2) + "\n", encoding="utf-8")
     return stats
 
@@ -139,7 +147,7 @@ class _Display:
 
     def __init__(self, total: int, enabled: bool) -> None:
         self.goals = self.goal_total = self.calls = self.tokens = 0
-        self.progress = Progress(
+        self.progress = stage_progress(
             TextColumn("[bold]rollout"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -147,7 +155,7 @@ class _Display:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            disable=not enabled,
+            enabled=enabled,
         )
         self.task_id = self.progress.add_task("rollout", total=total, goals="0/0", calls=0, tokens=0)
 
@@ -199,10 +207,13 @@ async def run_rollouts(
     *,
     progress: bool = True,
     on_tree: Callable[[Tree], Any] | None = None,
+    guard: Callable[[], None] | None = None,
+    run: RunInfo | None = None,
 ) -> RunStats:
     """Search every task not yet in ``out_dir/trees.jsonl`` and append its tree; returns the run's statistics.
 
-    Duplicate task ids are searched once. ``on_tree`` is called after each tree is written."""
+    Duplicate task ids are searched once. ``on_tree`` is called after each tree is written; ``guard`` before, and
+    may raise to stop the run (see ``josh.llm.health``); ``run`` goes into ``stats.json``."""
     config = config or RolloutConfig()
     tasks = list(tasks)
     if not tasks:
@@ -221,6 +232,8 @@ async def run_rollouts(
     async def one(task: Task, writer: JsonlWriter) -> None:
         async with limit:
             tree = await _search_task(task, env, agent, user_sim, config.search)
+        if guard is not None:
+            guard()
         writer.write(tree)
         display.add(tree)
         if on_tree is not None:
@@ -237,7 +250,7 @@ async def run_rollouts(
                         job.cancel()
                     await asyncio.gather(*jobs, return_exceptions=True)
         finally:
-            stats = write_stats(out, start, skipped, earlier_s)
+            stats = write_stats(out, start, skipped, earlier_s, run)
     return stats
 
 
@@ -250,8 +263,24 @@ class RolloutOptions(BaseModel):
 
 
 def rollout_from_options(options: RolloutOptions, *, progress: bool = True) -> RunStats:
-    """Build env, LLM(s), agent and user from ``options`` and run the rollouts to the end."""
+    """Build env, LLM(s), agent and user from ``options`` and run the rollouts to the end; a backend that fails
+    every request stops the run (``BackendDownError``)."""
+    from josh.llm.health import stop_if_failing
+
     built = build_components(options.components)
-    return asyncio.run(
-        run_rollouts(built.tasks, built.env, built.agent, built.user, options.out, options.rollout, progress=progress)
-    )
+    try:
+        return asyncio.run(
+            run_rollouts(
+                built.tasks,
+                built.env,
+                built.agent,
+                built.user,
+                options.out,
+                options.rollout,
+                progress=progress,
+                guard=lambda: stop_if_failing(built.llms),
+                run=options.components.run_info(),
+            )  # fmt: skip
+        )
+    finally:
+        built.close()

@@ -375,8 +375,14 @@ def write_index(run: str | Path, out: str | Path | None = None) -> tuple[Path, l
         written.add(page)
         _write(index.parent / page, html)
         rows.append(_row(tree, page))
+    rows.sort(key=lambda r: _natural(r.task_id))
     _write(index, render_index(str(run), rows))
     return index, rows
+
+
+def _natural(text: str) -> list[Any]:
+    """A sort key that orders ``task_2`` before ``task_10`` (tasks finish, and are written, in any order)."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text)]
 
 
 def write_task(run: str | Path, task_id: str, out: str | Path | None = None) -> Path:

@@ -99,3 +99,26 @@ async def test_cancelled_request_is_skipped():
 def test_invalid_size():
     with pytest.raises(ValueError):
         Batcher(lambda items: items, max_batch_size=0)
+
+
+def test_close_with_cancel_stops_a_running_batch_and_fails_the_queued_requests():
+    started = threading.Event()
+
+    def generate(items):  # like the hf backend: works until told to stop
+        started.set()
+        batcher.cancelled.wait(5)
+        return list(items)
+
+    batcher: Batcher = Batcher(generate, max_batch_size=1)
+
+    async def main():
+        running = asyncio.ensure_future(batcher.submit("running"))
+        queued = asyncio.ensure_future(batcher.submit("queued"))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 5)
+        await asyncio.get_running_loop().run_in_executor(None, lambda: batcher.close(cancel=True))
+        return await asyncio.gather(running, queued, return_exceptions=True)
+
+    running, queued = asyncio.run(main())
+    assert running == "running", "the batch that was being served finished early, as its run function was told"
+    assert isinstance(queued, LLMError) and "stopped" in str(queued)
+    assert batcher._thread is None

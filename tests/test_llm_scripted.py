@@ -121,13 +121,15 @@ def test_factory_builds_scripted_and_checks_options():
     llm = make_llm("scripted", policy=lambda m, t, i: "x", latency_s=0.01)
     assert isinstance(llm, LLM) and isinstance(llm, ScriptedLLM)
     assert isinstance(make_llm("scripted", replies=["a"]), ScriptedLLM)
-    with pytest.raises(ValueError, match="needs policy"):
+    with pytest.raises(ValueError, match="needs canned replies: --llm-option"):
         make_llm("scripted")
-    with pytest.raises(ValueError, match="extra"):
+    with pytest.raises(ValueError, match="unknown backend setting 'temperature' in --llm-option"):
         make_llm("scripted", replies=["a"], temperature=0.3)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="bad backend setting max_batch_size='many'"):
+        make_llm("hf", max_batch_size="many")
+    with pytest.raises(ValueError, match="unknown backend 'gpt'; choose one of hf, vllm, openai, scripted"):
         make_llm("gpt")
-    with pytest.raises(ValueError, match="model name"):
+    with pytest.raises(ValueError, match="needs --model"):
         make_llm("openai")
     with pytest.raises(ValueError, match="only applies"):
         make_llm("openai", "gpt-4o-mini", policy=lambda m, t, i: "x")

@@ -90,6 +90,21 @@ def test_download_errors_are_clear_and_leave_no_partial_file(tmp_path):
     archive_url, db_url = _fake_remote(tmp_path / "remote", with_lists=False)
     with pytest.raises(DownloadError, match="testListFile.json"):
         download_multiwoz(tmp_path / "out", archive_url=archive_url, db_url=db_url, show_progress=False)
+    assert not (tmp_path / "out").exists(), "a failed download removes the folders it created"
+
+
+def test_a_failed_download_keeps_what_was_there_and_removes_the_rest(tmp_path):
+    dest = tmp_path / "envs" / "toolwoz"
+    dest.mkdir(parents=True)
+    (dest / "notes.txt").write_text("mine")
+    archive_url, db_url = _fake_remote(tmp_path / "remote")
+    broken_db = db_url.replace("{domain}", "{domain}-missing")
+    with pytest.raises(DownloadError, match="could not download"):
+        download_toolwoz(dest, archive_url=archive_url, db_url=broken_db, show_progress=False)
+    assert sorted(p.name for p in dest.rglob("*")) == ["notes.txt"]
+    with pytest.raises(DownloadError):
+        download_toolwoz(tmp_path / "new" / "toolwoz", archive_url=archive_url, db_url=broken_db, show_progress=False)
+    assert not (tmp_path / "new").exists()
 
 
 def test_cli_mini_generate_stats_show(tmp_path):

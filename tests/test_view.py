@@ -266,10 +266,12 @@ def test_index_links_every_task_and_reports_unreadable_records(tmp_path: Path, t
     run = _run(tmp_path, [*trees, weird], [broken, cycle, trees[1].model_dump_json()])
     index, rows = write_index(run)
     assert index == run / "view" / "index.html"
-    assert [r.task_id for r in rows] == [t.task_id for t in trees] + ["../a b/<c>", "broken", "cycle", trees[1].task_id]
-    assert rows[-3].page is None and "unreadable record" in (rows[-3].error or "")
-    assert rows[-2].page is None and "cycle" in (rows[-2].error or "")
-    assert rows[-1].page is None and "duplicate" in (rows[-1].error or "")
+    ids = sorted([*(t.task_id for t in trees), trees[1].task_id])  # mini_test_NNNN: natural order is plain order
+    assert [r.task_id for r in rows] == ["../a b/<c>", "broken", "cycle", *ids]
+    by_error = {r.task_id: r for r in rows if r.page is None}
+    assert "unreadable record" in (by_error["broken"].error or "") and "cycle" in (by_error["cycle"].error or "")
+    assert "duplicate" in (by_error[trees[1].task_id].error or "")
+    first = next(r for r in rows if r.task_id == trees[0].task_id)
     page = Page(index.read_text())
     hrefs = [a["href"] for tag, a in page.tags if tag == "a"]
     assert len(hrefs) == len(trees) + 1
@@ -277,7 +279,20 @@ def test_index_links_every_task_and_reports_unreadable_records(tmp_path: Path, t
         assert (index.parent / href).resolve().parent == index.parent.resolve()
         assert "IDEAL" in (index.parent / href).read_text()
     assert "&lt;c&gt;" in index.read_text()
-    assert rows[0].reward == trees[0].reward and rows[0].nodes == len(trees[0].nodes)
+    assert first.reward == trees[0].reward and first.nodes == len(trees[0].nodes)
+
+
+def test_index_lists_tasks_in_natural_order_whatever_order_they_finished(tmp_path: Path, trees: list[Tree]) -> None:
+    renamed = [t.model_copy(update={"task_id": f"task_{n}"}) for t, n in zip(trees, (10, 2, 1, 33, 4), strict=False)]
+    _, rows = write_index(_run(tmp_path, renamed))
+    numbers = [int(r.task_id.split("_")[1]) for r in rows]
+    assert numbers == sorted(numbers) and len(numbers) == len(renamed)
+
+
+def test_a_text_protocol_tree_says_where_its_tools_are(rich: Tree) -> None:
+    html = render_tree(rich.model_copy(update={"tools": []}))
+    assert "Tools offered" not in html and "describes them in the system prompt" in html
+    assert "Tools offered (" in render_tree(rich)
 
 
 def test_index_totals_count_readable_trees_only(tmp_path: Path, trees: list[Tree]) -> None:

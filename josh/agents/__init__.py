@@ -77,11 +77,17 @@ def agent_strategies() -> list[str]:
 
 def make_agent(strategy: str, env: Env, llm: LLM | None = None, **options: Any) -> Agent:
     """Build the agent for ``strategy``; unknown strategies and options raise ``ValueError``."""
+    return _BUILDERS[agent_key(strategy)](env, llm, **options)
+
+
+def agent_key(strategy: str) -> str:
+    """The registered name of ``strategy`` (aliases resolved); ``ValueError`` when there is none."""
     key = _ALIASES.get(strategy.strip().lower(), strategy.strip().lower())
-    builder = _BUILDERS.get(key)
-    if builder is None:
-        raise ValueError(f"unknown agent strategy {strategy!r}; choose one of {', '.join(agent_strategies())}")
-    return builder(env, llm, **options)
+    if key not in _BUILDERS:
+        raise ValueError(
+            f"unknown agent strategy {strategy!r} (--agent); choose one of {', '.join(agent_strategies())}"
+        )
+    return key
 
 
-__all__ = ["Agent", "AgentTurn", "agent_strategies", "make_agent", "register_agent"]
+__all__ = ["Agent", "AgentTurn", "agent_key", "agent_strategies", "make_agent", "register_agent"]

@@ -47,6 +47,12 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     cost: float = 0.0
     errors: int = 0
+    last_error: str | None = None
+
+    def failed(self, error: BaseException) -> None:
+        """Count a request that failed after its retries, keeping the latest message for summaries."""
+        self.errors += 1
+        self.last_error = str(error)[:500]
 
     def add(self, completions: list[Completion]) -> None:
         self.calls += 1

@@ -4,6 +4,10 @@ The local backends (hf, vllm) submit each ``chat`` request here. A daemon thread
 keeps collecting for a short window (or until the batch reaches ``max_batch_size`` in weight, e.g. sequences), and
 hands the whole batch to ``run``. While ``run`` works, new requests queue up and form the next batch. The event
 loop only awaits futures, so it stays responsive, and the batcher works from any event loop or thread.
+
+``close(cancel=True)`` (Ctrl-C) fails the queued requests, sets ``cancelled`` so a ``run`` that watches it can stop
+early (the hf backend stops generating at the next token), and joins the thread: the interpreter must not exit
+while the thread is inside native code, which aborts the process.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ class Batcher(Generic[R, T]):
         self._queue: queue.Queue[_Pending[R, T] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self.cancelled = threading.Event()
         self.batches = 0
         self.batch_sizes: list[int] = []
 
@@ -66,13 +71,25 @@ class Batcher(Generic[R, T]):
         self._queue.put(pending)
         return await asyncio.wrap_future(pending.future)
 
-    def close(self) -> None:
-        """Stop the worker thread after the batches already queued."""
+    def close(self, *, cancel: bool = False) -> None:
+        """Stop the worker thread after the batches already queued, or with ``cancel`` as soon as possible."""
         with self._lock:
+            if cancel:
+                self.cancelled.set()
+                self._fail_queued()
             if self._thread is not None:
                 self._queue.put(None)
                 self._thread.join()
                 self._thread = None
+
+    def _fail_queued(self) -> None:
+        while True:
+            try:
+                pending = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if pending is not None and pending.future.set_running_or_notify_cancel():
+                pending.future.set_exception(LLMError("the backend was stopped"))
 
     def _ensure_thread(self) -> None:
         with self._lock:
@@ -89,7 +106,10 @@ class Batcher(Generic[R, T]):
                 return
             batch, carry, stop = self._collect(first)
             live = [p for p in batch if p.future.set_running_or_notify_cancel()]
-            if live:
+            if live and self.cancelled.is_set():
+                for pending in live:
+                    pending.future.set_exception(LLMError("the backend was stopped"))
+            elif live:
                 self._serve(live)
             if stop:
                 return

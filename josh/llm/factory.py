@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from josh.llm.base import LLM
 
@@ -64,13 +64,63 @@ class LLMConfig(BaseModel):
     @model_validator(mode="after")
     def _check_backend_needs(self) -> LLMConfig:
         if self.backend == "openai" and not self.model:
-            raise ValueError("the openai backend needs a model name (e.g. gpt-4o-mini, or the name vllm serves)")
+            raise ValueError("the openai backend needs --model: e.g. gpt-4o-mini, or the name the server serves")
         return self
+
+
+BACKENDS: tuple[str, ...] = ("hf", "vllm", "openai", "scripted")
+SETTINGS_FLAG = "--llm-option (setup.llm_options in a loop recipe)"
+
+
+def llm_config(backend: str, model: str | None = None, **options: Any) -> LLMConfig:
+    """A validated ``LLMConfig``; a bad backend name or setting raises one ``ValueError`` line naming it."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    try:
+        return LLMConfig(backend=backend, model=model, **options)
+    except ValidationError as exc:
+        raise ValueError(_explain(exc, options)) from None
+
+
+PACKAGES = {"hf": ("torch", "transformers"), "vllm": ("vllm",)}
+
+
+SCRIPTED_NEEDS_REPLIES = (
+    'the scripted backend needs canned replies: --llm-option \'replies=["...", "..."]\' '
+    "(setup.llm_options.replies in a loop recipe; policy= in Python)"
+)
+
+
+def check_buildable(config: LLMConfig) -> None:
+    """What ``build_llm`` would fail on, checked without loading anything: a missing package (``ImportError``
+    naming the install command) or a scripted backend without replies (``ValueError``)."""
+    import importlib.util
+
+    for name in PACKAGES.get(config.backend, ()):
+        if importlib.util.find_spec(name) is None:
+            hint = "pip install 'josh[vllm]' (GPU only)" if name == "vllm" else "pip install 'josh[train]'"
+            raise ImportError(f"the {config.backend} backend needs {name}, which is not installed: {hint}")
+    if config.backend == "scripted" and not config.replies:
+        raise ValueError(SCRIPTED_NEEDS_REPLIES)
+
+
+def _explain(exc: ValidationError, options: dict[str, Any]) -> str:
+    problems = []
+    for error in exc.errors():
+        key = ".".join(str(p) for p in error["loc"])
+        if error["type"] == "extra_forbidden":
+            valid = ", ".join(k for k in LLMConfig.model_fields if k not in ("backend", "model"))
+            problems.append(f"unknown backend setting {key!r} in {SETTINGS_FLAG}; valid settings: {valid}")
+        elif key in options:
+            problems.append(f"bad backend setting {key}={options[key]!r} in {SETTINGS_FLAG}: {error['msg']}")
+        else:
+            problems.append(error["msg"].removeprefix("Value error, "))
+    return "; ".join(problems)
 
 
 def make_llm(backend: str, model: str | None = None, *, policy: Any = None, **options: Any) -> LLM:
     """Build a backend by name; see the module docstring."""
-    return build_llm(LLMConfig(backend=backend, model=model, **options), policy=policy)
+    return build_llm(llm_config(backend, model, **options), policy=policy)
 
 
 def build_llm(config: LLMConfig, *, policy: Any = None) -> LLM:
@@ -131,7 +181,7 @@ def _scripted(config: LLMConfig, policy: Any) -> LLM:
     if policy is None:
         policy = config.replies
     if policy is None or (isinstance(policy, Sequence) and not isinstance(policy, str) and not policy):
-        raise ValueError("the scripted backend needs policy= (a callable or replies) or replies in its config")
+        raise ValueError(SCRIPTED_NEEDS_REPLIES)
     if isinstance(policy, str):
         policy = [policy]
     return ScriptedLLM(policy, latency_s=config.latency_s, max_concurrency=config.max_concurrency)

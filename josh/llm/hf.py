@@ -190,8 +190,8 @@ class HFLLM:
         ]
         try:
             parts = await asyncio.gather(*(self.batcher.submit(chunk) for chunk in chunks))
-        except LLMError:
-            self.usage.errors += 1
+        except LLMError as exc:
+            self.usage.failed(exc)
             raise
         completions = [c for part in parts for c in part]
         for extra in completions[1:]:
@@ -199,9 +199,9 @@ class HFLLM:
         self.usage.add(completions)
         return completions
 
-    def close(self) -> None:
-        """Stop the generation thread."""
-        self.batcher.close()
+    def close(self, *, cancel: bool = False) -> None:
+        """Stop the generation thread (with ``cancel``, a generation in progress stops at its next token)."""
+        self.batcher.close(cancel=cancel)
 
     def _run_batch(self, requests: Sequence[_Request]) -> list[list[Completion] | BaseException]:
         prompts: list[list[int] | BaseException] = [self._encode(r) for r in requests]
@@ -282,7 +282,9 @@ class HFLLM:
                 past_key_values=cache,
                 generation_config=config,
                 logits_processor=LogitsProcessorList([*self._grammar_masks(specs, width), RowSampler(specs)]),
-                stopping_criteria=StoppingCriteriaList([RowStopper(specs, width, self.tokenizer)]),
+                stopping_criteria=StoppingCriteriaList(
+                    [RowStopper(specs, width, self.tokenizer), _when_set(self.batcher.cancelled)]
+                ),
             )
         return [self._decode(tokens, spec) for tokens, spec in zip(output[:, width:].tolist(), specs, strict=True)]
 
@@ -317,6 +319,18 @@ class HFLLM:
         if ended is None and len(kept) >= spec.max_new_tokens:
             return Completion(text=text, completion_tokens=len(kept), finish_reason="length")
         return Completion(text=text, completion_tokens=len(kept), finish_reason="stop")
+
+
+def _when_set(event: Any) -> Any:
+    """A stopping criterion that ends every row once ``event`` is set (``close(cancel=True)``)."""
+    import torch
+    from transformers import StoppingCriteria
+
+    class _Cancelled(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            return torch.full((input_ids.shape[0],), event.is_set(), dtype=torch.bool, device=input_ids.device)
+
+    return _Cancelled()
 
 
 def _context_length(net: Any) -> int:

@@ -87,17 +87,20 @@ class OpenAILLM:
         reasoning: bool | None = None,
     ) -> None:
         if not model:
-            raise ValueError("the openai backend needs a model name")
+            raise ValueError("the openai backend needs --model: e.g. gpt-4o-mini, or the name the server serves")
         if max_concurrency < 1 or max_retries < 0:
             raise ValueError("max_concurrency must be >= 1 and max_retries >= 0")
         key = api_key or os.environ.get(api_key_env)
         if not key:
             if base_url is None:
-                raise ValueError(f"no API key: set ${api_key_env} (or pass base_url= for a local server)")
+                raise ValueError(
+                    f"no API key for the openai backend: set ${api_key_env}, or point --base-url at a local server"
+                )
             key = "EMPTY"  # local servers accept any key
         self.model = model
         self.base_url = base_url
         self._api_key = key
+        self._api_key_env = api_key_env
         self.max_concurrency = max_concurrency
         self.max_retries = max_retries
         self.timeout_s = timeout_s
@@ -124,8 +127,8 @@ class OpenAILLM:
         sampling = checked_sampling(messages, n, sampling)
         try:
             completions = await self._sample(messages, tools, n, sampling)
-        except LLMError:
-            self.usage.errors += 1
+        except LLMError as exc:
+            self.usage.failed(exc)
             raise
         self.usage.add(completions)
         return completions
@@ -261,6 +264,26 @@ class OpenAILLM:
             )
             self._semaphore = asyncio.Semaphore(self.max_concurrency)
         return self._client, self._semaphore
+
+    def check_connection(self, timeout_s: float = 10.0) -> None:
+        """Raise ``LLMError`` when the endpoint cannot be reached or refuses the key (one ``GET /models``).
+
+        Any other answer, even an error status from a server without that route, counts as reachable."""
+        where = self.base_url or "the OpenAI API"
+        client = openai.OpenAI(api_key=self._api_key, base_url=self.base_url, timeout=timeout_s, max_retries=0)
+        try:
+            client.models.list()
+        except (openai.APIConnectionError, openai.APITimeoutError) as error:
+            cause = error.__cause__ or error
+            raise LLMError(
+                f"cannot reach {where} ({type(cause).__name__}: {cause}); is the server running at --base-url?"
+            ) from None
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as error:
+            raise LLMError(f"{where} refused the API key (${self._api_key_env}): {error.message}") from None
+        except openai.APIStatusError:
+            pass
+        finally:
+            client.close()
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the current client."""

@@ -113,8 +113,8 @@ class ScriptedLLM:
             if self.latency_s:
                 await asyncio.sleep(self.latency_s)
             completions = [await self._sample(messages, tools, i, sampling) for i in range(n)]
-        except LLMError:
-            self.usage.errors += 1
+        except LLMError as exc:
+            self.usage.failed(exc)
             raise
         finally:
             self.in_flight -= 1

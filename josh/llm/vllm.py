@@ -184,15 +184,15 @@ class VLLMLLM:
         )
         try:
             completions = await self._engine.batcher.submit(request)
-        except LLMError:
-            self.usage.errors += 1
+        except LLMError as exc:
+            self.usage.failed(exc)
             raise
         self.usage.add(completions)
         return completions
 
-    def close(self) -> None:
-        """Stop the engine's batching thread."""
-        self._engine.batcher.close()
+    def close(self, *, cancel: bool = False) -> None:
+        """Stop the engine's batching thread (with ``cancel``, queued requests fail instead of running)."""
+        self._engine.batcher.close(cancel=cancel)
 
     def _params(self, n: int, sampling: Sampling) -> Any:
         params: dict[str, Any] = {

@@ -9,13 +9,19 @@ from pathlib import Path
 
 import typer
 
+from josh.cli_errors import reported
+
 train_app = typer.Typer(
     help="Fine-tune an agent on extracted SFT / KTO / DPO data (LoRA, optional 4-bit, TRL + accelerate).",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
 
-RecipeOpt = typer.Option(..., "--recipe", "-r", help="recipe YAML, e.g. recipes/tiny-sft.yaml")
+
+def _recipe_option(method: str) -> typer.models.OptionInfo:
+    return typer.Option(..., "--recipe", "-r", help=f"recipe YAML, e.g. recipes/tiny-{method}.yaml")
+
+
 SetOpt = typer.Option(None, "--set", help="override a recipe key, e.g. --set optim.learning_rate=1e-4 (repeatable)")
 DataOpt = typer.Option(None, "--data", help="training JSONL (overrides the recipe's data)")
 OutputOpt = typer.Option(None, "--output", "-o", help="run folder (default: <output_dir>/<run_name> from the recipe)")
@@ -26,14 +32,11 @@ def run_command(method: str, recipe: Path, overrides: list[str], data: Path | No
     """Load and check the recipe, train, and turn every input problem into one red line and exit code 2."""
     from rich.console import Console
 
-    from josh.llm.models import ModelNotFoundError
     from josh.recipes import RecipeError, load_recipe
-    from josh.training.data import DatasetError
-    from josh.training.model import TemplateError
-    from josh.training.runner import RunExistsError, train
+    from josh.training.runner import train
 
     console = Console(stderr=True, soft_wrap=True)
-    try:
+    with reported(interrupted="rerun the same command with --resume to continue from the last checkpoint"):
         loaded = load_recipe(recipe, overrides)
         if "method" in loaded.model_fields_set and loaded.method != method:
             raise RecipeError(f"{recipe} is a {loaded.method} recipe; run `josh train {loaded.method}` instead")
@@ -42,16 +45,13 @@ def run_command(method: str, recipe: Path, overrides: list[str], data: Path | No
             loaded.data = data
         if output is not None:
             loaded.output_dir, loaded.run_name = output.parent, output.name
-        run_dir = train(loaded, resume=resume)
-    except (RecipeError, DatasetError, ModelNotFoundError, TemplateError, RunExistsError, ImportError) as exc:
-        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
-        raise typer.Exit(2) from None
+        run_dir = train(loaded, resume=resume, source=str(recipe))
     console.print(f"[green]done:[/green] {run_dir}")
 
 
 @train_app.command()
 def sft(
-    recipe: Path = RecipeOpt,
+    recipe: Path = _recipe_option("sft"),
     overrides: list[str] = SetOpt,
     data: Path = DataOpt,
     output: Path = OutputOpt,
@@ -63,7 +63,7 @@ def sft(
 
 @train_app.command()
 def kto(
-    recipe: Path = RecipeOpt,
+    recipe: Path = _recipe_option("kto"),
     overrides: list[str] = SetOpt,
     data: Path = DataOpt,
     output: Path = OutputOpt,
@@ -75,7 +75,7 @@ def kto(
 
 @train_app.command()
 def dpo(
-    recipe: Path = RecipeOpt,
+    recipe: Path = _recipe_option("dpo"),
     overrides: list[str] = SetOpt,
     data: Path = DataOpt,
     output: Path = OutputOpt,

@@ -1,7 +1,8 @@
 """Run one fine-tune end to end and lay out ``checkpoints/<run>/``.
 
 The run folder holds the adapter (or full weights), the tokenizer with the template it was trained with, the
-resolved ``recipe.yaml``, ``metrics.json`` (loss curve, tokens, runtime, tokens/s) and the trainer's
+resolved ``recipe.yaml``, ``metrics.json`` (loss curve, tokens, runtime, tokens/s), a model card (``README.md``),
+``train.log`` (the trainer's log dicts and every library warning or progress bar of the run) and the trainer's
 ``checkpoint-N/`` folders that ``--resume`` continues from. Every input is checked before a model is loaded.
 """
 
@@ -93,11 +94,15 @@ def prepare(recipe: TrainRecipe, *, resume: bool) -> tuple[list[dict[str, Any]],
     return rows, tokenizer, checkpoint
 
 
-def train(recipe: TrainRecipe, *, resume: bool = False) -> Path:
-    """Train per ``recipe`` and return the run folder."""
+def train(recipe: TrainRecipe, *, resume: bool = False, source: str | None = None, progress: bool = True) -> Path:
+    """Train per ``recipe`` and return the run folder; ``source`` (the recipe file) goes into the model card.
+
+    The terminal shows one progress bar; library warnings and progress bars go to ``train.log``."""
     from accelerate import PartialState
 
+    from josh.quiet import noise_to
     from josh.training.model import load_model
+    from josh.training.reporting import LOG_FILE, quiet_trainer, write_model_card
 
     rows, tokenizer, checkpoint = prepare(recipe, resume=resume)
     run_dir = recipe.run_dir
@@ -106,19 +111,22 @@ def train(recipe: TrainRecipe, *, resume: bool = False) -> Path:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "recipe.yaml").write_text(recipe.to_yaml())
     callback = _metrics_callback()
-    trainer = _trainer_module(recipe.method).build_trainer(
-        recipe, rows, load_model(recipe), tokenizer, run_dir, [callback]
-    )
-    result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-    trainer.save_model(str(run_dir))
+    with noise_to(run_dir / LOG_FILE):
+        trainer = _trainer_module(recipe.method).build_trainer(
+            recipe, rows, load_model(recipe), tokenizer, run_dir, [callback]
+        )
+        quiet_trainer(trainer, run_dir / LOG_FILE, progress=progress)
+        result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        trainer.save_model(str(run_dir))
     if main:
-        _finish(recipe, run_dir, trainer, result, callback, len(rows), checkpoint)
+        metrics = _finish(recipe, run_dir, trainer, result, callback, len(rows), checkpoint)
+        write_model_card(run_dir, recipe, metrics, source)
     return run_dir
 
 
 def _finish(
     recipe: TrainRecipe, run_dir: Path, trainer: Any, result: Any, callback: Any, rows: int, checkpoint: Path | None
-) -> None:
+) -> dict[str, Any]:
     adapter_config = run_dir / "adapter_config.json"
     if adapter_config.is_file():
         config = json.loads(adapter_config.read_text())
@@ -139,3 +147,4 @@ def _finish(
         "loss_curve": callback.history,
     }
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    return metrics

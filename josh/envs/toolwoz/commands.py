@@ -12,6 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from josh.cli_errors import reports_errors
+
 if TYPE_CHECKING:
     from josh.envs.toolwoz.data import ToolWOZData
 
@@ -42,6 +44,7 @@ def _fail(exc: Exception) -> typer.Exit:
 
 
 @data_app.command()
+@reports_errors
 def download(
     dataset: Dataset = typer.Argument(
         Dataset.toolwoz, help="toolwoz = multiwoz + converted task files; retail = tau-bench retail"

@@ -6,6 +6,8 @@ Source: ``github.com/budzianowski/multiwoz`` — ``data/MultiWOZ_2.1.zip`` for `
     DEST/data.json  DEST/testListFile.json  DEST/valListFile.json  DEST/db/{restaurant,hotel,attraction,train}_db.json
 
 ``toolwoz`` also converts the dialogues to ``DEST/tasks_{train,val,test,full_test}.jsonl`` so later loads are fast.
+A download that fails (or is interrupted) removes the files and folders it created, so it leaves no half-filled
+folder that would later look like data.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import shutil
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -92,6 +95,28 @@ def verify(dest: Path) -> dict[str, int]:
     return counts
 
 
+@contextmanager
+def undone_on_failure(dest: Path) -> Iterator[None]:
+    """If the block fails, remove every file and folder under ``dest`` (and ``dest`` and its parents) that it
+    created; what was there before stays."""
+    created_dirs = [p for p in (dest, *dest.parents) if not p.exists()]
+    before = set(dest.rglob("*")) if dest.exists() else set()
+    try:
+        yield
+    except BaseException:
+        new = (set(dest.rglob("*")) if dest.exists() else set()) - before
+        for path in sorted(new, key=lambda p: len(p.parts), reverse=True):
+            if path.is_dir() and not path.is_symlink():
+                if not any(path.iterdir()):
+                    path.rmdir()
+            else:
+                path.unlink(missing_ok=True)
+        for folder in created_dirs:
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        raise
+
+
 def download_multiwoz(
     dest: str | Path,
     *,
@@ -102,15 +127,17 @@ def download_multiwoz(
 ) -> dict[str, int]:
     """Download and unpack MultiWOZ 2.1 into ``dest``; returns what ``verify`` counted."""
     dest = Path(dest)
-    (dest / "db").mkdir(parents=True, exist_ok=True)
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn())
-    with Progress(*columns, disable=not show_progress) as progress:
-        archive = fetch(archive_url, dest / "MultiWOZ_2.1.zip", opener=opener, progress=progress)
-        for domain in DB_DOMAINS:
-            fetch(db_url.format(domain=domain), dest / "db" / f"{domain}_db.json", opener=opener, progress=progress)
-    unpack_archive(archive, dest)
-    archive.unlink()
-    return verify(dest)
+    with undone_on_failure(dest):
+        (dest / "db").mkdir(parents=True, exist_ok=True)
+        with Progress(*columns, disable=not show_progress) as progress:
+            archive = fetch(archive_url, dest / "MultiWOZ_2.1.zip", opener=opener, progress=progress)
+            for domain in DB_DOMAINS:
+                url = db_url.format(domain=domain)
+                fetch(url, dest / "db" / f"{domain}_db.json", opener=opener, progress=progress)
+        unpack_archive(archive, dest)
+        archive.unlink()
+        return verify(dest)
 
 
 def download_toolwoz(
@@ -126,8 +153,11 @@ def download_toolwoz(
     from josh.envs.toolwoz.multiwoz import load_multiwoz
 
     dest = Path(dest)
-    counts = download_multiwoz(dest, archive_url=archive_url, db_url=db_url, opener=opener, show_progress=show_progress)
-    for split, tasks in load_multiwoz(dest).items():
-        write_tasks(dest / f"tasks_{split}.jsonl", tasks)
-        counts[f"tasks_{split}"] = len(tasks)
-    return counts
+    with undone_on_failure(dest):
+        counts = download_multiwoz(
+            dest, archive_url=archive_url, db_url=db_url, opener=opener, show_progress=show_progress
+        )
+        for split, tasks in load_multiwoz(dest).items():
+            write_tasks(dest / f"tasks_{split}.jsonl", tasks)
+            counts[f"tasks_{split}"] = len(tasks)
+        return counts
