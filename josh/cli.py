@@ -26,7 +26,7 @@ def version() -> None:
     typer.echo(__version__)
 
 
-ENV = typer.Option("toolwoz", help="environment: toolwoz or retail")
+ENV = typer.Option("toolwoz", help="environment: toolwoz, retail or airline")
 DATA = typer.Option("mini", help="data source: 'mini' or a folder (see `josh data`)")
 AGENT = typer.Option("react", help="agent: react, function_calling, act (LLM) or oracle, replay (scripted)")
 BACKEND = typer.Option("hf", help="agent LLM backend: hf, vllm, openai, scripted")

@@ -64,7 +64,8 @@ class Components:
 
 
 def build_env(name: str, data: str) -> Env:
-    """The environment ``name`` over data source ``data`` (ToolWOZ: ``mini`` or a folder; retail: a folder)."""
+    """The environment ``name`` over data source ``data`` (ToolWOZ: ``mini`` or a folder; retail, airline: a
+    folder, or ``default`` for ``envs/<name>`` / ``$JOSH_<NAME>_DATA``)."""
     if name == "toolwoz":
         from josh.envs.toolwoz.data import load_toolwoz
         from josh.envs.toolwoz.env import ToolWOZEnv
@@ -75,7 +76,11 @@ def build_env(name: str, data: str) -> Env:
         from josh.envs.retail import RetailEnv
 
         return RetailEnv(None if data in ("", "default", "mini") else data)
-    raise ValueError(f"unknown environment {name!r}; choose toolwoz or retail")
+    if name == "airline":
+        from josh.envs.airline import AirlineEnv
+
+        return AirlineEnv(None if data in ("", "default", "mini") else data)
+    raise ValueError(f"unknown environment {name!r}; choose toolwoz, retail or airline")
 
 
 def build_components(options: ComponentOptions) -> Components:

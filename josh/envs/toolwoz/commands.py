@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from josh.envs.toolwoz.data import ToolWOZData
 
 data_app = typer.Typer(
-    help="Data: download ToolWOZ/MultiWOZ or tau-bench retail, the mini set, the goal generator, statistics.",
+    help="Data: download ToolWOZ/MultiWOZ or tau-bench retail/airline, the mini set, the goal generator, statistics.",
     no_args_is_help=True,
 )
 console = Console()
@@ -27,12 +27,14 @@ class Dataset(str, Enum):
     toolwoz = "toolwoz"
     multiwoz = "multiwoz"
     retail = "retail"
+    airline = "airline"
 
 
 DEFAULT_DEST = {
     Dataset.toolwoz: Path("envs/toolwoz"),
     Dataset.multiwoz: Path("envs/toolwoz"),
     Dataset.retail: Path("envs/retail"),
+    Dataset.airline: Path("envs/airline"),
 }
 
 
@@ -44,15 +46,21 @@ def _fail(exc: Exception) -> typer.Exit:
 @data_app.command()
 def download(
     dataset: Dataset = typer.Argument(
-        Dataset.toolwoz, help="toolwoz = multiwoz + converted task files; retail = tau-bench retail"
+        Dataset.toolwoz, help="toolwoz = multiwoz + converted task files; retail, airline = tau-bench domains"
     ),
-    dest: Path | None = typer.Option(None, "--dest", help="folder to fill (default: envs/toolwoz or envs/retail)"),
-    commit: str = typer.Option("", "--commit", help="retail only: tau-bench commit to fetch (default: the pinned one)"),
+    dest: Path | None = typer.Option(None, "--dest", help="folder to fill (default: envs/<dataset>)"),
+    commit: str = typer.Option(
+        "", "--commit", help="retail/airline only: tau-bench commit to fetch (default: the pinned one)"
+    ),
 ) -> None:
-    """Fetch MultiWOZ 2.1 (github.com/budzianowski/multiwoz) or tau-bench retail (github.com/sierra-research/tau-bench)."""
+    """Fetch MultiWOZ 2.1 (github.com/budzianowski/multiwoz) or tau-bench retail / airline
+    (github.com/sierra-research/tau-bench)."""
     dest = dest or DEFAULT_DEST[dataset]
     if dataset is Dataset.retail:
         _download_retail(dest, commit)
+        return
+    if dataset is Dataset.airline:
+        _download_airline(dest, commit)
         return
     from josh.envs.toolwoz.download import DownloadError, download_multiwoz, download_toolwoz
     from josh.envs.toolwoz.multiwoz import DataFormatError
@@ -75,6 +83,16 @@ def _download_retail(dest: Path, commit: str) -> None:
     except DownloadError as exc:
         raise _fail(exc) from exc
     console.print(f"{len(written)} files written to {dest}; use it with --env retail --data {dest}")
+
+
+def _download_airline(dest: Path, commit: str) -> None:
+    from josh.envs.airline.download import UPSTREAM_COMMIT, DownloadError, download_airline
+
+    try:
+        written = download_airline(dest, commit=commit or UPSTREAM_COMMIT)
+    except DownloadError as exc:
+        raise _fail(exc) from exc
+    console.print(f"{len(written)} files written to {dest}; use it with --env airline --data {dest}")
 
 
 @data_app.command()
