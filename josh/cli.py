@@ -199,6 +199,9 @@ def eval_(
     except (ValueError, OSError) as exc:
         raise _fail(exc) from exc
     print_summary(summary, title=f"{agent} on {env}/{data}:{split} -> {out}")
+    from josh.diagnostics import print_diagnostics
+
+    print_diagnostics(summary.diagnostics)
 
 
 @app.command()

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
+from josh.diagnostics import markdown_section
 from josh.jsonl import iter_jsonl
 from josh.metrics import Interval, PairedDifference, Summary, paired_difference
 
@@ -240,6 +241,7 @@ def write_loop_report(result: Any, *, title: str = "josh loop") -> Path:
                 *comparison_table(paired),
                 "",
             ]
+    lines += markdown_section([(m.label, m.summary.diagnostics) for m in models])
     if rollouts:
         lines += ["## Rollout cost", ""]
         lines += _md_table(

@@ -15,7 +15,7 @@ from typing import Any
 from josh.envs.airline.db import AirlineDB, load_db
 from josh.envs.airline.state import AirlineState
 from josh.envs.airline.tasks import details_of, load_tasks
-from josh.envs.airline.tools import TOOLS
+from josh.envs.airline.tools import TOOLS, WRITE_TOOLS
 from josh.envs.retail.reward import RetailReward, outputs_found
 from josh.envs.retail.state import canonical
 from josh.types import CallRecord, ErrorCategory, Message, Task, ToolCall, ToolResult
@@ -33,6 +33,7 @@ class AirlineEnv:
     """τ-bench airline as a josh ``Env``. The database is loaded once per data folder and shared by all states."""
 
     name = "airline"
+    goal_tools = frozenset(WRITE_TOOLS)
 
     def __init__(self, data_dir: Path | str | None = None) -> None:
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()

@@ -17,7 +17,7 @@ from josh.envs.retail.db import RetailDB, load_db
 from josh.envs.retail.reward import RetailReward, outputs_found
 from josh.envs.retail.state import RetailState, canonical
 from josh.envs.retail.tasks import details_of, load_tasks
-from josh.envs.retail.tools import TOOLS
+from josh.envs.retail.tools import TOOLS, WRITE_TOOLS
 from josh.types import CallRecord, ErrorCategory, Message, Task, ToolCall, ToolResult
 
 DEFAULT_DATA_DIR = Path("envs/retail")
@@ -33,6 +33,7 @@ class RetailEnv:
     """τ-bench retail as a josh ``Env``. The database is loaded once per data folder and shared by all states."""
 
     name = "retail"
+    goal_tools = frozenset(WRITE_TOOLS)
 
     def __init__(self, data_dir: Path | str | None = None) -> None:
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()

@@ -1,0 +1,84 @@
+"""What per-call diagnostics add to an evaluation: ``benchmarks/eval_scripted.py``'s workload (the scripted oracle
+agent and the agenda user over 100 mini ToolWOZ tasks, results.jsonl and summary.json written) with diagnostics,
+against the same run with them switched off, measured in the same process. Target: at most 5% more time.
+
+    .venv/bin/python benchmarks/diagnostics_cost.py [--tasks 100] [--rounds 7]
+
+Two figures: the wall-time ratio of whole evaluations (best of ``rounds`` each, interleaved; noisy on a shared
+machine), and the time spent inside the diagnostics themselves (classifying every call, adding up the summary) as
+a share of an evaluation, which does not depend on the machine's other load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+from unittest import mock
+
+from josh import conversation, metrics
+from josh.components import ComponentOptions, build_components
+from josh.evaluate import evaluate
+
+
+class Timed:
+    """Wraps a function and adds up the time spent in it."""
+
+    def __init__(self, fn) -> None:
+        self.fn, self.seconds = fn, 0.0
+
+    def __call__(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - start
+
+
+@contextmanager
+def switched(on: bool, diagnose: Timed, summarize: Timed):
+    """Diagnostics as shipped (timed), or switched off (no verdicts, no summary)."""
+    with (
+        mock.patch.object(conversation, "diagnose", diagnose if on else lambda *a, **k: None),
+        mock.patch.object(metrics, "summarize_diagnoses", summarize if on else lambda *a, **k: None),
+    ):
+        yield
+
+
+def run_once(built, concurrency: int) -> float:
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        asyncio.run(evaluate(built.env, built.tasks, built.agent, built.user, out, concurrency=concurrency))
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--concurrency", type=int, default=16)
+    opts = parser.parse_args()
+    built = build_components(ComponentOptions(split="train", agent="oracle", user="agenda", limit=opts.tasks))
+    diagnose, summarize = Timed(conversation.diagnose), Timed(metrics.summarize_diagnoses)
+    print(f"load average {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores")
+    walls: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(opts.rounds):
+        for on in (False, True):
+            with switched(on, diagnose, summarize):
+                walls[on].append(run_once(built, opts.concurrency))
+    off, on = min(walls[False]), min(walls[True])
+    inside = (diagnose.seconds + summarize.seconds) / opts.rounds
+    print(f"{len(built.tasks)} conversations per evaluation, best of {opts.rounds} interleaved runs each")
+    print(f"without diagnostics: {off:.3f} s   with: {on:.3f} s   -> {100 * (on / off - 1):+.1f}% (target <= +5%)")
+    print(
+        f"time inside the diagnostics: {inside * 1e3:.1f} ms per evaluation = {100 * inside / off:.2f}% of one "
+        f"({diagnose.seconds / opts.rounds / len(built.tasks) * 1e6:.0f} us per conversation)"
+    )
+    print(f"load average {os.getloadavg()[0]:.2f} (1 min) at the end")
+
+
+if __name__ == "__main__":
+    main()
