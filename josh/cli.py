@@ -279,6 +279,50 @@ def demo(
     run_with_table(str(demo_recipe()), overrides or [], progress=progress)
 
 
+@app.command()
+def matrix(
+    out: str = typer.Option(
+        ..., "--out", help="folder: one evaluation per cell, matrix.json, matrix.md (rerun to resume)"
+    ),
+    agents: list[str] = typer.Option(
+        ..., "--agent", help="agent KIND[:BACKEND[:MODEL]], repeatable: oracle, react, react:hf:checkpoints/sft"
+    ),
+    users: list[str] = typer.Option(
+        ..., "--user", help="user simulator KIND[:BACKEND[:MODEL]], repeatable: agenda, goal, goal:openai:gpt-4o"
+    ),
+    env: str = ENV,
+    data: str = DATA,
+    split: str = typer.Option("test", help="task split"),
+    backend: str = typer.Option("hf", help="backend of LLM components that name none"),
+    model: str = typer.Option("smollm2", help="model of LLM components that name none"),
+    llm_option: list[str] | None = LLM_OPTION,
+    trials: int = typer.Option(1, min=1, help="conversations per task and cell"),
+    max_turns: int = typer.Option(15, min=1, help="most agent turns per conversation"),
+    limit: int | None = LIMIT,
+    concurrency: int = typer.Option(16, min=1, help="conversations in flight at the same time"),
+    progress: bool = typer.Option(True, help="show progress bars"),
+) -> None:
+    """Evaluate every agent against every user simulator on the same tasks: reward table with intervals, each
+    agent's spread across simulators, and where two agents' ranking flips."""
+    import asyncio
+
+    from rich.console import Console
+
+    from josh.matrix import MatrixConfig, print_matrix, run_matrix
+
+    console = Console()
+    try:
+        options = _components(llm_option=llm_option, temperature=None, max_new_tokens=None)
+        config = MatrixConfig(
+            env=env, data=data, split=split, agents=agents, users=users, backend=backend, model=model,
+            llm_options=options.llm_options, limit=limit, trials=trials, max_turns=max_turns, concurrency=concurrency,
+        )  # fmt: skip
+        result = asyncio.run(run_matrix(config, out, progress=progress, say=lambda t: console.print(t, soft_wrap=True)))
+    except (ValueError, OSError) as exc:
+        raise _fail(exc) from exc
+    print_matrix(result, console)
+
+
 def _register_data() -> None:
     from josh.envs.toolwoz.commands import data_app
 
