@@ -42,7 +42,7 @@ class Timed:
 def switched(on: bool, diagnose: Timed, summarize: Timed):
     """Diagnostics as shipped (timed), or switched off (no verdicts, no summary)."""
     with (
-        mock.patch.object(conversation, "diagnose", diagnose if on else lambda *a, **k: None),
+        mock.patch.object(conversation, "diagnose_conversation", diagnose if on else lambda *a, **k: None),
         mock.patch.object(metrics, "summarize_diagnoses", summarize if on else lambda *a, **k: None),
     ):
         yield
@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     opts = parser.parse_args()
     built = build_components(ComponentOptions(split="train", agent="oracle", user="agenda", limit=opts.tasks))
-    diagnose, summarize = Timed(conversation.diagnose), Timed(metrics.summarize_diagnoses)
+    diagnose, summarize = Timed(conversation.diagnose_conversation), Timed(metrics.summarize_diagnoses)
     print(f"load average {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores")
     walls: dict[bool, list[float]] = {True: [], False: []}
     for _ in range(opts.rounds):

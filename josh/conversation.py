@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from josh.agents.base import Agent
-from josh.diagnostics import Diagnosis, diagnose, goal_tools_of
+from josh.diagnostics import Diagnosis, diagnose_conversation
 from josh.envs.base import ConversationState, Env
 from josh.types import ErrorCategory, Message, Task, assistant, user
 from josh.users.base import UserSimulator
@@ -127,5 +127,7 @@ async def run_conversation(
         completion_tokens=tally.completion_tokens,
         wall_s=time.perf_counter() - start,
         error=error,
-        diagnosis=diagnose(task.goals, state.log, goal_tools_of(env)),
+        diagnosis=diagnose_conversation(
+            env, task.goals, state.log, [m.content or "" for m in transcript if m.role == "assistant"]
+        ),
     )

@@ -14,7 +14,9 @@ Every call the environment ran is given one class, in this order of precedence:
 * ``support``: any other call (a lookup, a calculation, a transfer) made for the first time.
 
 A goal that stays unmet and that no call aimed at is ``never attempted``. Values are compared loosely (strings
-case- and space-insensitively, numbers as numbers), so a diagnosis names the arguments that matter.
+case- and space-insensitively, numbers as numbers), so a diagnosis names the arguments that matter. A conversation
+also records the successes its agent claimed that did not happen (``josh.claims``): a booking or change claimed
+while no write succeeded, something found while every lookup came back empty.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
+from josh.claims import false_claims
 from josh.types import CallRecord, ErrorCategory, Goal
 
 
@@ -58,10 +61,12 @@ class CallVerdict(BaseModel):
 
 
 class Diagnosis(BaseModel):
-    """The diagnostics of one conversation: a verdict per call, and the tools of the goals never attempted."""
+    """The diagnostics of one conversation: a verdict per call, the tools of the goals never attempted, and the
+    kinds of success the agent claimed that did not happen (``booked``, ``found``)."""
 
     calls: list[CallVerdict] = Field(default_factory=list)
     never_attempted: list[str] = Field(default_factory=list)
+    false_claims: list[str] = Field(default_factory=list)
 
 
 def loose(value: Any) -> Any:
@@ -143,13 +148,21 @@ def classify(
     return verdicts
 
 
-def diagnose(goals: Sequence[Goal], log: Sequence[CallRecord], goal_tools: Collection[str] | None = None) -> Diagnosis:
-    """Verdicts for every call, and the tools of the goals that stayed unmet with no call aimed at them."""
+def diagnose(
+    goals: Sequence[Goal],
+    log: Sequence[CallRecord],
+    goal_tools: Collection[str] | None = None,
+    *,
+    replies: Sequence[str] = (),
+    write_tools: Collection[str] = (),
+) -> Diagnosis:
+    """Verdicts for every call, the tools of the goals that stayed unmet with no call aimed at them, and the false
+    success claims among the agent's spoken ``replies`` (``write_tools``: the tools whose success is a booking)."""
     verdicts = classify(goals, log, goal_tools)
     met = {g for record in log for g in record.completed_goals}
     aimed = {v.goal for v in verdicts if v.goal is not None}
     never = [goal.name for i, goal in enumerate(goals) if i not in met and i not in aimed]
-    return Diagnosis(calls=verdicts, never_attempted=never)
+    return Diagnosis(calls=verdicts, never_attempted=never, false_claims=false_claims(replies, log, write_tools))
 
 
 def goal_tools_of(env: Any) -> frozenset[str] | None:
@@ -158,15 +171,25 @@ def goal_tools_of(env: Any) -> frozenset[str] | None:
     return frozenset(tools) if tools is not None else None
 
 
+def diagnose_conversation(
+    env: Any, goals: Sequence[Goal], log: Sequence[CallRecord], replies: Sequence[str]
+) -> Diagnosis:
+    """``diagnose`` with the environment's goal tools and write tools (``write_tools``; none when it has none)."""
+    return diagnose(goals, log, goal_tools_of(env), replies=replies, write_tools=getattr(env, "write_tools", ()))
+
+
 class DiagnosticsSummary(BaseModel):
     """Diagnostics over a run: call classes overall, per tool, argument issues per tool and argument, and goals
     never attempted per tool."""
 
+    conversations: int = 0
     calls: int = 0
     by_class: dict[str, int] = Field(default_factory=dict)
     by_tool: dict[str, dict[str, int]] = Field(default_factory=dict)
     by_argument: dict[str, dict[str, dict[str, int]]] = Field(default_factory=dict)
     never_attempted: dict[str, int] = Field(default_factory=dict)
+    false_claims: dict[str, int] = Field(default_factory=dict, description="conversations per falsely claimed kind")
+    claimed_without_success: int = Field(0, description="conversations with any false success claim")
 
 
 def summarize_diagnoses(diagnoses: Iterable[Diagnosis | None]) -> DiagnosticsSummary:
@@ -175,9 +198,14 @@ def summarize_diagnoses(diagnoses: Iterable[Diagnosis | None]) -> DiagnosticsSum
     by_tool: dict[str, Counter[str]] = defaultdict(Counter)
     by_argument: dict[str, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
     never: Counter[str] = Counter()
+    claimed: Counter[str] = Counter()
+    conversations = claimed_any = 0
     for diagnosis in diagnoses:
         if diagnosis is None:
             continue
+        conversations += 1
+        claimed.update(diagnosis.false_claims)
+        claimed_any += bool(diagnosis.false_claims)
         never.update(diagnosis.never_attempted)
         for call in diagnosis.calls:
             by_class[call.verdict.value] += 1
@@ -185,6 +213,7 @@ def summarize_diagnoses(diagnoses: Iterable[Diagnosis | None]) -> DiagnosticsSum
             for argument, issue in call.arguments.items():
                 by_argument[call.name][argument][issue.value] += 1
     return DiagnosticsSummary(
+        conversations=conversations,
         calls=sum(by_class.values()),
         by_class=dict(by_class),
         by_tool={tool: dict(counts) for tool, counts in sorted(by_tool.items())},
@@ -193,6 +222,8 @@ def summarize_diagnoses(diagnoses: Iterable[Diagnosis | None]) -> DiagnosticsSum
             for tool, args in sorted(by_argument.items())
         },
         never_attempted=dict(sorted(never.items())),
+        false_claims=dict(sorted(claimed.items())),
+        claimed_without_success=claimed_any,
     )
 
 
@@ -256,6 +287,14 @@ def print_diagnostics(summary: DiagnosticsSummary | None, console: Console | Non
             for row in rows:
                 table.add_row(*row)
             console.print(table)
+    console.print(claims_line(summary))
+
+
+def claims_line(summary: DiagnosticsSummary) -> str:
+    """``claimed success that did not happen: 2 of 20 conversations (booked 2)``."""
+    kinds = ", ".join(f"{kind} {n}" for kind, n in summary.false_claims.items())
+    share = f"{summary.claimed_without_success} of {summary.conversations} conversations"
+    return f"claimed success that did not happen: {share}" + (f" ({kinds})" if kinds else "")
 
 
 def markdown_section(models: Sequence[tuple[str, DiagnosticsSummary | None]]) -> list[str]:
@@ -263,7 +302,8 @@ def markdown_section(models: Sequence[tuple[str, DiagnosticsSummary | None]]) ->
     found = [(label, d) for label, d in models if d is not None and (d.calls or d.never_attempted)]
     if not found:
         return []
-    header = ["model", "calls", *CLASS_LABELS.values(), "goals never attempted", "most frequent argument issues"]
+    header = ["model", "calls", *CLASS_LABELS.values(), "goals never attempted", "claimed success that did not happen"]
+    header.append("most frequent argument issues")
     lines = [
         "## Tool calls against the goals",
         "",
@@ -276,5 +316,6 @@ def markdown_section(models: Sequence[tuple[str, DiagnosticsSummary | None]]) ->
     for label, d in found:
         top = "; ".join(f"{tool}.{arg} {_issues(counts)}" for tool, arg, counts in _argument_items(d)[:3])
         cells = [label, str(d.calls), *(str(d.by_class.get(c.value, 0)) for c in CLASS_LABELS)]
-        lines.append("| " + " | ".join([*cells, str(sum(d.never_attempted.values())), top or "-"]) + " |")
+        claimed = f"{d.claimed_without_success} of {d.conversations}"
+        lines.append("| " + " | ".join([*cells, str(sum(d.never_attempted.values())), claimed, top or "-"]) + " |")
     return [*lines, ""]

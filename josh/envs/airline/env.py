@@ -33,7 +33,7 @@ class AirlineEnv:
     """τ-bench airline as a josh ``Env``. The database is loaded once per data folder and shared by all states."""
 
     name = "airline"
-    goal_tools = frozenset(WRITE_TOOLS)
+    goal_tools = write_tools = frozenset(WRITE_TOOLS)
 
     def __init__(self, data_dir: Path | str | None = None) -> None:
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()

@@ -114,18 +114,32 @@ def generate(
     seed: int = typer.Option(0, "--seed"),
     out: Path = typer.Option(..., "--out", help="JSONL file to write, one task per line"),
     prefix: str = typer.Option("gen", "--prefix", help="task ids are PREFIX_0000, PREFIX_0001, ..."),
+    impossible: float = typer.Option(
+        0.0,
+        "--impossible",
+        min=0.0,
+        max=1.0,
+        help="share of impossible tasks (no such place, a value the "
+        "database lacks, a booking that must fail): the agent must try, not book, and say so",
+    ),
 ) -> None:
-    """Generate valid tasks over any MultiWOZ-format database."""
+    """Generate tasks over any MultiWOZ-format database: valid ones, and with --impossible some that cannot be met."""
     from josh.envs.toolwoz.data import write_tasks
     from josh.envs.toolwoz.generator import generate as generate_tasks
+    from josh.envs.toolwoz.generator import load_db
+    from josh.envs.toolwoz.impossible import generate_with_impossible, summary_of
 
     try:
-        tasks = generate_tasks(db, n, seed=seed, prefix=prefix)
+        if impossible > 0:
+            tasks = generate_with_impossible(load_db(db), n, share=impossible, seed=seed, prefix=prefix)
+        else:
+            tasks = generate_tasks(db, n, seed=seed, prefix=prefix)
     except ValueError as exc:
         raise _fail(exc) from exc
     out.parent.mkdir(parents=True, exist_ok=True)
     write_tasks(out, tasks)
-    console.print(f"{len(tasks)} tasks written to {out}")
+    kinds = ", ".join(f"{kind} {count}" for kind, count in summary_of(tasks).items() if count)
+    console.print(f"{len(tasks)} tasks ({kinds}) written to {out}")
 
 
 def _load(source: str) -> ToolWOZData:
