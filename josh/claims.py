@@ -37,16 +37,23 @@ def sentences(text: str) -> list[str]:
     return [s for s in _SENTENCES.split(text or "") if s.strip()]
 
 
-def claims(text: str) -> set[str]:
-    """The kinds of success a reply claims: ``booked`` (a booking or change went through), ``found``."""
+_PATTERNS = {BOOKED: _BOOKED, FOUND: _FOUND}
+_STEMS = {  # a claim needs one of these; checking them first spares most replies the regular expressions
+    BOOKED: ("booked", "reserved", "confirmed", "reservation", "booking", "reference", "been", "successfully"),
+    FOUND: ("found", "located", "there is", "here is", "here are"),
+}
+
+
+def claims(text: str, kinds: Collection[str] = (BOOKED, FOUND)) -> set[str]:
+    """The kinds of success (of ``kinds``) a reply claims: ``booked`` (a booking or change went through),
+    ``found``. A sentence counts only without a negation."""
+    low = (text or "").lower()
+    kinds = [kind for kind in kinds if any(stem in low for stem in _STEMS[kind]) and _PATTERNS[kind].search(low)]
     out: set[str] = set()
-    for sentence in sentences(text):
-        if _NEGATION.search(sentence):
-            continue
-        if _BOOKED.search(sentence):
-            out.add(BOOKED)
-        if _FOUND.search(sentence):
-            out.add(FOUND)
+    for sentence in sentences(text) if kinds else ():
+        hits = {kind for kind in kinds if _PATTERNS[kind].search(sentence)}
+        if hits and not _NEGATION.search(sentence):
+            out |= hits
     return out
 
 
@@ -59,9 +66,12 @@ def _failed(record: CallRecord) -> bool:
     """An error, an ``Error: ...`` text, a ``{"success": false}`` result, or nothing found (``[]``, empty)."""
     if record.error is not None:
         return True
-    content = record.content.strip()
-    if content.startswith("Error") or content in ("", "[]", "{}"):
+    head = record.content[:16].strip()
+    if head.startswith("Error") or (len(record.content) < 16 and head in ("", "[]", "{}")):
         return True
+    if not head.startswith("{") or '"success"' not in record.content[:64]:
+        return False
+    content = record.content
     try:
         parsed = json.loads(content)
     except (json.JSONDecodeError, ValueError):
@@ -72,7 +82,7 @@ def _failed(record: CallRecord) -> bool:
 def false_claims(replies: Sequence[str], log: Sequence[CallRecord], write_tools: Collection[str]) -> list[str]:
     """The success kinds the agent claimed that the environment never produced: ``booked`` when no write tool
     succeeded, ``found`` when no other tool returned anything."""
-    claimed = set().union(*(claims(r) for r in replies)) if replies else set()
     wrote = any(r.name in write_tools and not _failed(r) for r in log)
     looked = any(r.name not in write_tools and not _failed(r) for r in log)
-    return sorted(k for k in claimed if (k == BOOKED and not wrote) or (k == FOUND and not looked))
+    unmet = [kind for kind, happened in ((BOOKED, wrote), (FOUND, looked)) if not happened]
+    return sorted(set().union(*(claims(r, unmet) for r in replies))) if unmet and replies else []

@@ -21,7 +21,6 @@ while no write succeeded, something found while every lookup came back empty.
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from enum import Enum
@@ -70,7 +69,8 @@ class Diagnosis(BaseModel):
 
 
 def loose(value: Any) -> Any:
-    """A comparable form of a JSON value: strings case- and space-folded, numbers as floats, containers as text."""
+    """A comparable, hashable form of a JSON value: strings case- and space-folded, numbers as floats, lists as
+    tuples, objects as sorted (key, value) tuples."""
     if isinstance(value, str):
         return " ".join(value.casefold().split())
     if isinstance(value, bool) or value is None:
@@ -78,9 +78,9 @@ def loose(value: Any) -> Any:
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, list):
-        return json.dumps([loose(v) for v in value], sort_keys=True)
+        return tuple(loose(v) for v in value)
     if isinstance(value, dict):
-        return json.dumps({str(k): loose(v) for k, v in value.items()}, sort_keys=True)
+        return tuple(sorted((str(k), loose(v)) for k, v in value.items()))
     return repr(value)
 
 
@@ -106,30 +106,30 @@ def _closest(goals: Sequence[Goal], name: str, arguments: dict[str, Any], met: s
     return index, issues
 
 
+def _verdict_of(name: str, verdict: CallClass, goal: int | None = None, arguments: dict | None = None) -> CallVerdict:
+    """A verdict built without validation (its fields are right by construction; this runs for every call)."""
+    return CallVerdict.model_construct(name=name, verdict=verdict, goal=goal, arguments=arguments or {})
+
+
 def _verdict(
-    goals: Sequence[Goal],
-    record: CallRecord,
-    met: set[int],
-    seen: set[tuple[str, Any]],
-    goal_tools: Collection[str] | None,
+    goals: Sequence[Goal], record: CallRecord, met: set[int], repeated: bool, goal_tools: Collection[str] | None
 ) -> CallVerdict:
+    """The class of one call; ``repeated``: an earlier call had the same tool and arguments."""
     name = record.name
     if record.completed_goals:
-        return CallVerdict(name=name, verdict=CallClass.CORRECT, goal=record.completed_goals[0])
+        return _verdict_of(name, CallClass.CORRECT, goal=record.completed_goals[0])
     if not isinstance(record.arguments, dict):
-        return CallVerdict(name=name, verdict=CallClass.MALFORMED)
-    goal_names = {g.name for g in goals}
-    if name not in goal_names:
+        return _verdict_of(name, CallClass.MALFORMED)
+    if not any(goal.name == name for goal in goals):
         if record.error == ErrorCategory.UNKNOWN_TOOL or goal_tools is None or name in goal_tools:
-            return CallVerdict(name=name, verdict=CallClass.WRONG_TOOL)
-        repeated = (name, loose(record.arguments)) in seen
-        return CallVerdict(name=name, verdict=CallClass.REPEATED if repeated else CallClass.SUPPORT)
+            return _verdict_of(name, CallClass.WRONG_TOOL)
+        return _verdict_of(name, CallClass.REPEATED if repeated else CallClass.SUPPORT)
     index, issues = _closest(goals, name, record.arguments, met)
     if index in met:
-        return CallVerdict(name=name, verdict=CallClass.AFTER_GOAL_MET, goal=index)
-    if (name, loose(record.arguments)) in seen:
-        return CallVerdict(name=name, verdict=CallClass.REPEATED, goal=index)
-    return CallVerdict(name=name, verdict=CallClass.WRONG_ARGUMENTS, goal=index, arguments=issues)
+        return _verdict_of(name, CallClass.AFTER_GOAL_MET, goal=index)
+    if repeated:
+        return _verdict_of(name, CallClass.REPEATED, goal=index)
+    return _verdict_of(name, CallClass.WRONG_ARGUMENTS, goal=index, arguments=issues)
 
 
 def classify(
@@ -141,10 +141,11 @@ def classify(
     seen: set[tuple[str, Any]] = set()
     verdicts = []
     for record in log:
-        verdicts.append(_verdict(goals, record, met, seen, goal_tools))
+        key = (record.name, loose(record.arguments)) if isinstance(record.arguments, dict) else None
+        verdicts.append(_verdict(goals, record, met, key in seen, goal_tools))
         met.update(record.completed_goals)
-        if isinstance(record.arguments, dict):
-            seen.add((record.name, loose(record.arguments)))
+        if key is not None:
+            seen.add(key)
     return verdicts
 
 
