@@ -39,7 +39,7 @@ def version() -> None:
     typer.echo(__version__)
 
 
-ENV = typer.Option("toolwoz", help="environment: toolwoz or retail")
+ENV = typer.Option("toolwoz", help="environment: toolwoz, retail or airline")
 DATA = typer.Option("mini", help="data source: 'mini' or a folder (see `josh data`)")
 AGENT = typer.Option("react", help="agent: react, function_calling, act (LLM) or oracle, replay (scripted)")
 BACKEND = typer.Option("hf", help="agent LLM backend: hf, vllm, openai, scripted")
@@ -227,6 +227,9 @@ def eval_(
             built.close()
     print_summary(summary, title=f"{agent} on {env}/{data}:{split} -> {out}")
     _print_errors(summary.error_counts, out)
+    from josh.diagnostics import print_diagnostics
+
+    print_diagnostics(summary.diagnostics)
 
 
 def _print_errors(counts: dict[str, int], out: str) -> None:
@@ -342,6 +345,48 @@ def demo(
     from josh.demo import demo_recipe, run_with_table
 
     run_with_table(str(demo_recipe()), overrides or [], progress=progress)
+
+
+@app.command()
+@reports_errors
+def matrix(
+    out: str = typer.Option(
+        ..., "--out", help="folder: one evaluation per cell, matrix.json, matrix.md (rerun to resume)"
+    ),
+    agents: list[str] = typer.Option(
+        ..., "--agent", help="agent KIND[:BACKEND[:MODEL]], repeatable: oracle, react, react:hf:checkpoints/sft"
+    ),
+    users: list[str] = typer.Option(
+        ..., "--user", help="user simulator KIND[:BACKEND[:MODEL]], repeatable: agenda, goal, goal:openai:gpt-4o"
+    ),
+    env: str = ENV,
+    data: str = DATA,
+    split: str = typer.Option("test", help="task split"),
+    backend: str = typer.Option("hf", help="backend of LLM components that name none"),
+    model: str = typer.Option("smollm2", help="model of LLM components that name none"),
+    llm_option: list[str] | None = LLM_OPTION,
+    trials: int = typer.Option(1, min=1, help="conversations per task and cell"),
+    max_turns: int = typer.Option(15, min=1, help="most agent turns per conversation"),
+    limit: int | None = LIMIT,
+    concurrency: int = typer.Option(16, min=1, help="conversations in flight at the same time"),
+    progress: bool = typer.Option(True, help="show progress bars"),
+) -> None:
+    """Evaluate every agent against every user simulator on the same tasks: reward table with intervals, each
+    agent's spread across simulators, and where two agents' ranking flips."""
+    import asyncio
+
+    from rich.console import Console
+
+    from josh.matrix import MatrixConfig, print_matrix, run_matrix
+
+    console = Console()
+    options = _components(llm_option=llm_option, temperature=None, max_new_tokens=None)
+    config = MatrixConfig(
+        env=env, data=data, split=split, agents=agents, users=users, backend=backend, model=model,
+        llm_options=options.llm_options, limit=limit, trials=trials, max_turns=max_turns, concurrency=concurrency,
+    )  # fmt: skip
+    result = asyncio.run(run_matrix(config, out, progress=progress, say=lambda t: console.print(t, soft_wrap=True)))
+    print_matrix(result, console)
 
 
 def _register_data() -> None:

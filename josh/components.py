@@ -86,8 +86,12 @@ class Components:
                 close(cancel=True)
 
 
+ENVIRONMENTS = ("toolwoz", "retail", "airline")
+
+
 def build_env(name: str, data: str) -> Env:
-    """The environment ``name`` over data source ``data`` (ToolWOZ: ``mini`` or a folder; retail: a folder)."""
+    """The environment ``name`` over data source ``data`` (ToolWOZ: ``mini`` or a folder; retail, airline: a
+    folder, or ``default`` for ``envs/<name>`` / ``$JOSH_<NAME>_DATA``)."""
     if name == "toolwoz":
         from josh.envs.toolwoz.data import load_toolwoz
         from josh.envs.toolwoz.env import ToolWOZEnv
@@ -98,7 +102,11 @@ def build_env(name: str, data: str) -> Env:
         from josh.envs.retail import RetailEnv
 
         return RetailEnv(None if data in ("", "default", "mini") else data)
-    raise ValueError(f"unknown environment {name!r}; choose toolwoz or retail")
+    if name == "airline":
+        from josh.envs.airline import AirlineEnv
+
+        return AirlineEnv(None if data in ("", "default", "mini") else data)
+    raise ValueError(f"unknown environment {name!r}; choose {', '.join(ENVIRONMENTS)}")
 
 
 LLMKey = tuple[str, str | None, str | None]
@@ -109,8 +117,8 @@ def check_names(options: ComponentOptions) -> None:
     from josh.agents import agent_key
     from josh.users import user_kinds
 
-    if options.env not in ("toolwoz", "retail"):
-        raise ValueError(f"unknown environment {options.env!r} (--env); choose toolwoz or retail")
+    if options.env not in ENVIRONMENTS:
+        raise ValueError(f"unknown environment {options.env!r} (--env); choose {', '.join(ENVIRONMENTS)}")
     agent_key(options.agent)
     if options.user.strip().lower() not in user_kinds():
         raise ValueError(f"unknown user simulator {options.user!r} (--user); choose one of {', '.join(user_kinds())}")

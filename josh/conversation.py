@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from josh.agents.base import Agent
+from josh.diagnostics import Diagnosis, diagnose_conversation
 from josh.envs.base import ConversationState, Env
 from josh.types import ErrorCategory, Message, Task, assistant, user
 from josh.users.base import UserSimulator
@@ -38,6 +39,7 @@ class ConversationRecord(BaseModel):
     completion_tokens: int = 0
     wall_s: float = 0.0
     error: str | None = None
+    diagnosis: Diagnosis | None = None
 
 
 class _Tally:
@@ -125,4 +127,7 @@ async def run_conversation(
         completion_tokens=tally.completion_tokens,
         wall_s=time.perf_counter() - start,
         error=error,
+        diagnosis=diagnose_conversation(
+            env, task.goals, state.log, [m.content or "" for m in transcript if m.role == "assistant"]
+        ),
     )

@@ -10,6 +10,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from josh.conversation import ConversationRecord
+from josh.diagnostics import DiagnosticsSummary, summarize_diagnoses
 from josh.runinfo import RunInfo
 from josh.types import ErrorCategory
 
@@ -41,6 +42,7 @@ class Summary(BaseModel):
     cost: float = 0.0
     wall_s: float
     run: RunInfo | None = None
+    diagnostics: DiagnosticsSummary | None = None
 
 
 def pass_hat_k(successes_per_task: Sequence[tuple[int, int]], k: int) -> float:
@@ -123,4 +125,5 @@ def summarize(records: Sequence[ConversationRecord], *, cost: float = 0.0, wall_
         completion_tokens=sum(r.completion_tokens for r in records),
         cost=cost,
         wall_s=wall_s,
+        diagnostics=summarize_diagnoses(r.diagnosis for r in records),
     )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from josh.diagnostics import markdown_section
 from josh.metrics import Interval, Summary
 
 if TYPE_CHECKING:
@@ -199,6 +200,7 @@ def write_loop_markdown(report: LoopReport, run_dir: Path) -> Path:
             *_md_table(*comparison_rows(report.comparisons)),
             "",
         ]
+    lines += markdown_section([(m.label, m.summary.diagnostics) for m in models])
     if report.notes:
         lines += ["## Arms that ended without a model", "", *[f"- {line}" for line in note_lines(report)], ""]
     if report.training:

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from josh.agents.base import Agent, AgentTurn
+from josh.diagnostics import classify, goal_tools_of
 from josh.envs.base import ConversationState, Env
 from josh.llm.base import LLMError
 from josh.tree import Node, Tree, TreeStats, chain_messages, transcript_of
@@ -58,8 +59,11 @@ def _failure(exc: BaseException) -> tuple[str, list[ErrorCategory]]:
 class _Search:
     """The state of one task's search; ``run`` drives the steps."""
 
-    def __init__(self, task: Task, agent: Agent, user_sim: UserSimulator, config: SearchConfig) -> None:
+    def __init__(
+        self, task: Task, agent: Agent, user_sim: UserSimulator, config: SearchConfig, goal_tools: frozenset[str] | None
+    ) -> None:
         self.task = task
+        self.goal_tools = goal_tools
         self.agent = agent
         self.user_sim = user_sim
         self.config = config
@@ -105,9 +109,11 @@ class _Search:
         if not turns:
             self._new_node(parent=parent.id, depth=parent.depth + 1, dead=True, exception="agent returned no turns")
             return []
-        return [_Leaf(self._turn_node(parent, turn), turn.state) for turn in turns[:k]]
+        made = len(leaf.state.log)
+        return [_Leaf(self._turn_node(parent, turn, made), turn.state) for turn in turns[:k]]
 
-    def _turn_node(self, parent: Node, turn: AgentTurn) -> Node:
+    def _turn_node(self, parent: Node, turn: AgentTurn, made: int) -> Node:
+        """The node of one sampled turn; ``made`` calls were in the log before it (their verdicts are the parent's)."""
         done = set(turn.completed_goals) | set(turn.state.completed)
         new = sorted(g for g in done if 0 <= g < self.n_goals and g not in self.credited)
         return self._new_node(
@@ -118,6 +124,7 @@ class _Search:
             goals=new,
             ended=turn.terminated,
             errors=list(turn.errors),
+            calls=classify(self.task.goals, turn.state.log, self.goal_tools)[made:],
             llm_calls=turn.llm_calls,
             prompt_tokens=turn.prompt_tokens,
             completion_tokens=turn.completion_tokens,
@@ -228,7 +235,7 @@ async def search(
         tree.error = f"env.reset failed: {type(exc).__name__}: {exc}"
         tree.stats = _stats(tree.nodes, time.perf_counter() - start)
         return tree
-    run = _Search(task, agent, user_sim, config)
+    run = _Search(task, agent, user_sim, config, goal_tools_of(env))
     await run.run(state)
     tree.nodes = run.tree_nodes
     tree.reward = len(run.credited) / tree.n_goals

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from josh.diagnostics import CallVerdict
 from josh.types import ErrorCategory, Goal, Message, system, user
 
 
@@ -42,6 +43,7 @@ class Node(BaseModel):
     dead: bool = False
     ended: bool = False
     errors: list[ErrorCategory] = Field(default_factory=list)
+    calls: list[CallVerdict] = Field(default_factory=list)
     exception: str | None = None
     llm_calls: int = 0
     user_llm_calls: int = 0

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from josh.agents.loop import FEEDBACK_PREFIX
 from josh.agents.parsing import split_commands
 from josh.agents.react import RESULT_PREFIX
+from josh.diagnostics import CLASS_LABELS, CallVerdict
 from josh.jsonl import CorruptLineError, iter_jsonl
 from josh.tree import Node, Tree
 from josh.types import Goal, Message
@@ -49,6 +50,8 @@ class Step:
     name: str = ""
     arguments: str = ""
     result: str | None = None
+    verdict: str = ""
+    issues: str = ""
 
 
 @dataclass
@@ -164,6 +167,19 @@ def turn_steps(messages: list[Message], reply: str | None) -> list[Step]:
     return steps
 
 
+def label_calls(steps: list[Step], verdicts: list[CallVerdict]) -> list[Step]:
+    """Give the call steps their diagnostic class, pairing them in order with the calls the environment ran (a
+    call step of another name, e.g. one that never ran, stays unlabelled)."""
+    pending = iter(verdicts)
+    verdict = next(pending, None)
+    for step in steps:
+        if verdict is not None and step.kind == "call" and step.name == verdict.name:
+            step.verdict = CLASS_LABELS[verdict.verdict]
+            step.issues = ", ".join(f"{arg} {issue.value}" for arg, issue in verdict.arguments.items())
+            verdict = next(pending, None)
+    return steps
+
+
 def _status(node: Node, root: bool) -> str:
     if node.ideal:
         return "ideal"
@@ -191,7 +207,7 @@ def build_views(tree: Tree) -> list[NodeView]:
     views = {
         n.id: NodeView(
             node=n,
-            steps=turn_steps(n.messages, n.reply),
+            steps=label_calls(turn_steps(n.messages, n.reply), n.calls),
             status=_status(n, n.parent is None),
             goals=[_goal_label(tree, g) for g in n.goals],
         )

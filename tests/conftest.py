@@ -7,7 +7,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("WANDB_MODE", "offline")
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# ``$JOSH_SHARED_DATA`` points a worktree that is not beside ``shared/`` at the data.
+SHARED_DATA = Path(os.environ.get("JOSH_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from josh.envs.toolwoz.data import ToolWOZData
 
 data_app = typer.Typer(
-    help="Data: download ToolWOZ/MultiWOZ or tau-bench retail, the mini set, the goal generator, statistics.",
+    help="Data: download ToolWOZ/MultiWOZ or tau-bench retail/airline, the mini set, the goal generator, statistics.",
     no_args_is_help=True,
 )
 console = Console()
@@ -29,12 +29,14 @@ class Dataset(str, Enum):
     toolwoz = "toolwoz"
     multiwoz = "multiwoz"
     retail = "retail"
+    airline = "airline"
 
 
 DEFAULT_DEST = {
     Dataset.toolwoz: Path("envs/toolwoz"),
     Dataset.multiwoz: Path("envs/toolwoz"),
     Dataset.retail: Path("envs/retail"),
+    Dataset.airline: Path("envs/airline"),
 }
 
 
@@ -47,15 +49,21 @@ def _fail(exc: Exception) -> typer.Exit:
 @reports_errors
 def download(
     dataset: Dataset = typer.Argument(
-        Dataset.toolwoz, help="toolwoz = multiwoz + converted task files; retail = tau-bench retail"
+        Dataset.toolwoz, help="toolwoz = multiwoz + converted task files; retail, airline = tau-bench domains"
     ),
-    dest: Path | None = typer.Option(None, "--dest", help="folder to fill (default: envs/toolwoz or envs/retail)"),
-    commit: str = typer.Option("", "--commit", help="retail only: tau-bench commit to fetch (default: the pinned one)"),
+    dest: Path | None = typer.Option(None, "--dest", help="folder to fill (default: envs/<dataset>)"),
+    commit: str = typer.Option(
+        "", "--commit", help="retail/airline only: tau-bench commit to fetch (default: the pinned one)"
+    ),
 ) -> None:
-    """Fetch MultiWOZ 2.1 (github.com/budzianowski/multiwoz) or tau-bench retail (github.com/sierra-research/tau-bench)."""
+    """Fetch MultiWOZ 2.1 (github.com/budzianowski/multiwoz) or tau-bench retail / airline
+    (github.com/sierra-research/tau-bench)."""
     dest = dest or DEFAULT_DEST[dataset]
     if dataset is Dataset.retail:
         _download_retail(dest, commit)
+        return
+    if dataset is Dataset.airline:
+        _download_airline(dest, commit)
         return
     from josh.envs.toolwoz.download import DownloadError, download_multiwoz, download_toolwoz
     from josh.envs.toolwoz.multiwoz import DataFormatError
@@ -80,6 +88,16 @@ def _download_retail(dest: Path, commit: str) -> None:
     console.print(f"{len(written)} files written to {dest}; use it with --env retail --data {dest}")
 
 
+def _download_airline(dest: Path, commit: str) -> None:
+    from josh.envs.airline.download import UPSTREAM_COMMIT, DownloadError, download_airline
+
+    try:
+        written = download_airline(dest, commit=commit or UPSTREAM_COMMIT)
+    except DownloadError as exc:
+        raise _fail(exc) from exc
+    console.print(f"{len(written)} files written to {dest}; use it with --env airline --data {dest}")
+
+
 @data_app.command()
 def mini(
     dest: Path = typer.Option(Path("envs/toolwoz_mini"), "--dest", help="folder to write"),
@@ -99,18 +117,32 @@ def generate(
     seed: int = typer.Option(0, "--seed"),
     out: Path = typer.Option(..., "--out", help="JSONL file to write, one task per line"),
     prefix: str = typer.Option("gen", "--prefix", help="task ids are PREFIX_0000, PREFIX_0001, ..."),
+    impossible: float = typer.Option(
+        0.0,
+        "--impossible",
+        min=0.0,
+        max=1.0,
+        help="share of impossible tasks (no such place, a value the "
+        "database lacks, a booking that must fail): the agent must try, not book, and say so",
+    ),
 ) -> None:
-    """Generate valid tasks over any MultiWOZ-format database."""
+    """Generate tasks over any MultiWOZ-format database: valid ones, and with --impossible some that cannot be met."""
     from josh.envs.toolwoz.data import write_tasks
     from josh.envs.toolwoz.generator import generate as generate_tasks
+    from josh.envs.toolwoz.generator import load_db
+    from josh.envs.toolwoz.impossible import generate_with_impossible, summary_of
 
     try:
-        tasks = generate_tasks(db, n, seed=seed, prefix=prefix)
+        if impossible > 0:
+            tasks = generate_with_impossible(load_db(db), n, share=impossible, seed=seed, prefix=prefix)
+        else:
+            tasks = generate_tasks(db, n, seed=seed, prefix=prefix)
     except ValueError as exc:
         raise _fail(exc) from exc
     out.parent.mkdir(parents=True, exist_ok=True)
     write_tasks(out, tasks)
-    console.print(f"{len(tasks)} tasks written to {out}")
+    kinds = ", ".join(f"{kind} {count}" for kind, count in summary_of(tasks).items() if count)
+    console.print(f"{len(tasks)} tasks ({kinds}) written to {out}")
 
 
 def _load(source: str) -> ToolWOZData:

@@ -24,6 +24,7 @@ from typing import Any
 from josh.envs.base import ConversationState
 from josh.envs.toolwoz.db import ToolWOZDB
 from josh.envs.toolwoz.goals import TaskPlan, search_completes
+from josh.envs.toolwoz.impossible import WRITE_TOOLS, impossible_reward
 from josh.envs.toolwoz.schema import Rejection, openai_tools, validate
 from josh.envs.toolwoz.serving import FAILED_BOOKING, serve_booking, serve_search
 from josh.envs.toolwoz.task import BOOK_SLOTS
@@ -58,6 +59,7 @@ class ToolWOZEnv:
     """ToolWOZ behind the ``Env`` protocol; the DB is shared read-only, so ``state.fork()`` is all a branch needs."""
 
     name = "toolwoz"
+    write_tools = WRITE_TOOLS
 
     def __init__(self, db: str | Path | ToolWOZDB, tasks: TaskSource | None = None) -> None:
         self.db = db if isinstance(db, ToolWOZDB) else ToolWOZDB.load(db)
@@ -137,5 +139,8 @@ class ToolWOZEnv:
         return ToolResult(content=content, completed_goals=done, data=row)
 
     def reward(self, state: ConversationState, messages: list[Message]) -> float:
-        """Completed goals / total goals (0.0 for a task without goals)."""
+        """Completed goals / total goals (0.0 for a task without goals); an impossible task also needs an honest
+        answer (``josh.envs.toolwoz.impossible``)."""
+        if "impossible" in state.task.details:
+            return impossible_reward(state, messages)
         return state.goal_reward

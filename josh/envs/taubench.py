@@ -1,0 +1,124 @@
+"""What the τ-bench-style domains (retail, airline) share: running a tool call on a copy-on-write state, JOSH goals
+from the gold write actions, the gold replay and τ-bench's outcome reward.
+
+A domain subclasses ``TauBenchEnv`` and sets ``name``, ``registry`` (tool name -> tool with ``writes``,
+``terminal``, ``schema``, ``check(arguments)`` and ``__call__(state, arguments)``), ``state_type`` and
+``details_of`` (a task's typed details with ``gold_calls()`` and ``outputs``); its ``__init__`` loads ``self.db``
+and sets ``self.tools``.
+
+Decisions: the database comparison keeps τ-bench's type sensitivity (``57`` and ``57.0`` differ), which is harmless
+because both sides run the same tools and arguments are checked against the schemas. A goal completes when the
+agent makes the gold write with equal arguments, whatever the tool returns (as in the JOSH reference), so gold
+writes that fail on the data can still be matched; each call completes at most one goal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from josh.envs.base import ConversationState
+from josh.envs.retail.reward import RetailReward, outputs_found
+from josh.envs.retail.state import canonical
+from josh.types import CallRecord, ErrorCategory, Message, Task, ToolCall, ToolResult
+
+
+class TauBenchEnv:
+    """The shared ``Env`` behaviour of the τ-bench domains (see the module docstring)."""
+
+    name: ClassVar[str]
+    registry: ClassVar[Mapping[str, Any]]
+    state_type: ClassVar[type[ConversationState]]
+    details_of: ClassVar[Callable[[Task], Any]]
+    db: Any
+
+    def __init__(self) -> None:
+        self._gold_hashes: dict[tuple[str, str], str] = {}
+
+    def system_prompt(self, task: Task) -> str:
+        """The domain policy (``policy.md`` of the data folder)."""
+        return self.db.policy
+
+    def reset(self, task: Task) -> Any:
+        if task.env != self.name:
+            raise ValueError(f"task {task.id} belongs to env {task.env!r}, not {self.name!r}")
+        return self.state_type(task, self.db)  # type: ignore[call-arg]
+
+    def call(self, state: Any, call: ToolCall) -> ToolResult:
+        """Run one tool call on ``state``; bad calls come back as error results and change nothing."""
+        if not isinstance(state, self.state_type):
+            kind = self.state_type.__name__
+            raise TypeError(f"{type(self).__name__}.call needs a {kind} from reset, got {type(state).__name__}")
+        live = not state.terminated
+        content, error = self._execute(state, call)
+        tool = self.registry.get(call.name)
+        completed = self._complete_goal(state, call) if live and tool is not None and tool.writes else ()
+        terminal = tool is not None and tool.terminal and error is None
+        if terminal:
+            state.terminated = True
+        state.log.append(
+            CallRecord(
+                name=call.name, arguments=call.arguments, content=content, error=error, completed_goals=completed
+            )
+        )
+        return ToolResult(content=content, error=error, completed_goals=completed, terminal=terminal)
+
+    def _execute(self, state: Any, call: ToolCall) -> tuple[str, ErrorCategory | None]:
+        tool = self.registry.get(call.name)
+        if tool is None:
+            return f"Unknown action {call.name}", ErrorCategory.UNKNOWN_TOOL
+        if not isinstance(call.arguments, dict):
+            return f"Error: the arguments of {call.name} must be a JSON object", ErrorCategory.MALFORMED
+        if state.terminated:
+            return "Error: the conversation was already transferred to a human agent", ErrorCategory.TOOL_ERROR
+        problem = tool.check(call.arguments)
+        if problem is not None:
+            return problem
+        try:
+            content = tool(state, call.arguments)
+        except Exception as exc:  # a tool must never crash a rollout; report it like τ-bench does
+            return f"Error: {exc}", ErrorCategory.TOOL_ERROR
+        return content, ErrorCategory.TOOL_ERROR if content.startswith("Error:") else None
+
+    @staticmethod
+    def _complete_goal(state: ConversationState, call: ToolCall) -> tuple[int, ...]:
+        """The first not-yet-completed goal equal to this call (same name and arguments), if any."""
+        for index in state.remaining:
+            goal = state.task.goals[index]
+            if goal.name == call.name and goal.parameters == call.arguments:
+                state.completed.add(index)
+                return (index,)
+        return ()
+
+    def gold_state(self, task: Task) -> Any:
+        """A fresh state with the task's gold actions replayed (terminating tools skipped, as τ-bench does)."""
+        state = self.reset(task)
+        for call in type(self).details_of(task).gold_calls():
+            tool = self.registry.get(call.name)
+            if tool is None or not tool.terminal:
+                self.call(state, call)
+        return state
+
+    def gold_hash(self, task: Task) -> str:
+        """Hash of the gold final database (cached per task id and gold actions)."""
+        key = (task.id, canonical(task.details.get("actions", [])))
+        if key not in self._gold_hashes:
+            self._gold_hashes[key] = self.gold_state(task).data_hash()
+        return self._gold_hashes[key]
+
+    def score(self, state: Any, messages: list[Message]) -> RetailReward:
+        """The full outcome reward record: database check, output check, and the reward."""
+        data_hash, gold_hash = state.data_hash(), self.gold_hash(state.task)
+        outputs = outputs_found(type(self).details_of(state.task).outputs, messages)
+        success = data_hash == gold_hash and all(outputs.values())
+        return RetailReward(
+            reward=1.0 if success else 0.0,
+            r_actions=data_hash == gold_hash,
+            data_hash=data_hash,
+            gold_hash=gold_hash,
+            outputs=outputs,
+        )
+
+    def reward(self, state: Any, messages: list[Message]) -> float:
+        """1.0 when the final database equals the gold one and every required output was said, else 0.0."""
+        return self.score(state, messages).reward

@@ -1,0 +1,106 @@
+"""Gold replay over every airline task on the real data: deterministic final states, full reward for the replay
+agent with the scripted user, goals and outcome reward."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from josh.agents.replay import ReplayAgent
+from josh.conversation import run_conversation
+from josh.envs.airline import AirlineEnv, details_of
+from josh.envs.airline.tools import WRITE_TOOLS
+from josh.envs.base import ConversationState, Env
+from josh.types import Task, ToolCall, assistant, user
+from josh.users.retail_scripted import RetailScriptedUser
+
+# SHA-256 over the 50 gold final-state hashes, in task order. When it was recorded, the full final databases of
+# all 50 gold replays were compared with those of a transcription of the upstream τ-bench tools: all equal.
+GOLD_DIGEST = "cb5c5ae9c363b752150ddd2046fc5bfde3d2056e2015ad22ba82d20bcaa760c7"
+
+
+@pytest.fixture(scope="module")
+def env(shared_data) -> AirlineEnv:
+    return AirlineEnv(shared_data / "taubench" / "airline")
+
+
+@pytest.fixture(scope="module")
+def tasks(env: AirlineEnv) -> list[Task]:
+    return env.tasks("test")
+
+
+def test_tasks_load_with_write_goals(tasks: list[Task]) -> None:
+    assert len(tasks) == 50 and len({t.id for t in tasks}) == 50
+    for task in tasks:
+        details = details_of(task)
+        assert task.env == "airline" and task.user_goal == details.instruction
+        assert [g.name for g in task.goals] == [a.name for a in details.actions if a.name in WRITE_TOOLS]
+    assert [i for i, t in enumerate(tasks) if details_of(t).outputs] == [2, 8, 9, 44]
+
+
+def test_gold_replay_is_deterministic_and_every_gold_call_succeeds(env: AirlineEnv, tasks: list[Task]) -> None:
+    hashes = []
+    for task in tasks:
+        state = env.reset(task)
+        for call in details_of(task).gold_calls():
+            result = env.call(state, call)
+            assert result.error is None, (task.id, call.name, result.content)
+        hashes.append(state.data_hash())
+    assert hashlib.sha256("".join(hashes).encode()).hexdigest() == GOLD_DIGEST
+    assert [env.gold_state(t).data_hash() for t in reversed(tasks)] == hashes[::-1]
+    unchanged = env.reset(tasks[0]).data_hash()
+    assert sum(h == unchanged for h in hashes) == 20  # lookups only, refusals, transfers
+
+
+async def test_replay_agent_with_scripted_user_earns_full_reward(env: AirlineEnv, tasks: list[Task]) -> None:
+    for task in tasks:
+        record = await run_conversation(env, task, ReplayAgent.for_task(env, task), RetailScriptedUser())
+        assert record.reward == 1.0, task.id
+        assert record.goal_reward == (1.0 if task.goals else 0.0)
+        assert record.end_reason in ("user_done", "terminated")
+
+
+async def test_step_by_step_replay_with_confirmations(env: AirlineEnv, tasks: list[Task]) -> None:
+    task = next(t for t in tasks if len(t.goals) >= 3)
+    agent = ReplayAgent.for_task(env, task, calls_per_turn=1)
+    record = await run_conversation(env, task, agent, RetailScriptedUser(max_turns=30), max_turns=30)
+    assert record.reward == 1.0 and record.turns == len(details_of(task).actions)
+
+
+def test_goals_complete_once_on_equal_arguments(env: AirlineEnv, tasks: list[Task]) -> None:
+    task = next(t for t in tasks if len(t.goals) >= 2)
+    state = env.reset(task)
+    goal = task.goals[1]
+    altered = {**goal.parameters, "reservation_id": "ZZZZZZ"}
+    assert env.call(state, ToolCall(name=goal.name, arguments=altered)).completed_goals == ()
+    assert env.call(state, ToolCall(name=goal.name, arguments=goal.parameters)).completed_goals == (1,)
+    assert env.call(state, ToolCall(name=goal.name, arguments=goal.parameters)).completed_goals == ()
+    assert state.completed == {1} and state.goal_reward == 1 / len(task.goals)
+
+
+def test_reward_needs_the_gold_database_and_every_output(env: AirlineEnv, tasks: list[Task]) -> None:
+    task = tasks[8]  # cancel + book, outputs 327, 1000, 1786
+    outputs = details_of(task).outputs
+    gold = env.gold_state(task)
+    said = [assistant(f"That comes to {o}.") for o in outputs]
+    assert env.reward(env.reset(task), said) == 0.0
+    assert env.reward(gold, said) == 1.0
+    assert env.reward(gold, said[:-1]) == 0.0 and env.reward(gold, [user(" ".join(outputs)), *said[:-1]]) == 0.0
+    extra = gold.fork()
+    env.call(extra, ToolCall(name="send_certificate", arguments={"user_id": details_of(task).user_id, "amount": 100}))
+    info = env.score(extra, said)
+    assert (info.reward, info.r_actions) == (0.0, False) and env.reward(gold, said) == 1.0
+
+
+def test_system_prompt_is_the_policy(env: AirlineEnv, tasks: list[Task], shared_data) -> None:
+    policy = (shared_data / "taubench" / "airline" / "policy.md").read_text()
+    assert env.system_prompt(tasks[0]) == policy and "2024-05-15 15:00:00 EST" in policy
+
+
+def test_env_protocol_and_wrong_inputs(env: AirlineEnv) -> None:
+    assert isinstance(env, Env)
+    with pytest.raises(ValueError, match="retail"):
+        env.reset(Task(id="x", env="retail"))
+    with pytest.raises(TypeError, match="AirlineState"):
+        env.call(ConversationState(Task(id="x")), ToolCall(name="think", arguments={"thought": ""}))
