@@ -31,6 +31,14 @@ def main(
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+AGENT_OPTION = typer.Option(
+    None,
+    "--agent-option",
+    help="prompted agent setting KEY=VALUE, repeatable: constrain=true, examples=2, examples_as_turns=true, "
+    "max_generations=2 (see josh.agents.loop.AgentConfig)",
+)
+
+
 @app.command()
 def version() -> None:
     """Print the installed josh version."""
@@ -68,15 +76,10 @@ def _components(**names: object) -> object:
     """ComponentOptions from CLI values; temperature / max_new_tokens become the agent's sampling."""
     from josh.components import ComponentOptions
     from josh.llm.base import Sampling
-    from josh.recipes import parse_override
 
     temperature, max_new = names.pop("temperature"), names.pop("max_new_tokens")
-    llm_options = {}
-    for text in names.pop("llm_option", None) or []:
-        path, value = parse_override(text, "--llm-option", "dtype=bfloat16")
-        if len(path) != 1:
-            raise ValueError(f"bad --llm-option {text!r}: expected KEY=VALUE with a plain key, e.g. dtype=bfloat16")
-        llm_options[path[0]] = value
+    llm_options = _key_values(names.pop("llm_option", None), "--llm-option", "dtype=bfloat16")
+    agent_options = _key_values(names.pop("agent_option", None), "--agent-option", "constrain=true")
     sampling = None
     if temperature is not None or max_new is not None:
         defaults = Sampling()
@@ -84,7 +87,20 @@ def _components(**names: object) -> object:
             temperature=defaults.temperature if temperature is None else temperature,
             max_new_tokens=defaults.max_new_tokens if max_new is None else max_new,
         )
-    return ComponentOptions(**names, llm_options=llm_options, agent_sampling=sampling)
+    return ComponentOptions(**names, llm_options=llm_options, agent_options=agent_options, agent_sampling=sampling)
+
+
+def _key_values(texts: list[str] | None, flag: str, example: str) -> dict[str, object]:
+    """``KEY=VALUE`` flags as a dict (values read as YAML)."""
+    from josh.recipes import parse_override
+
+    out = {}
+    for text in texts or []:
+        path, value = parse_override(text, flag, example)
+        if len(path) != 1:
+            raise ValueError(f"bad {flag} {text!r}: expected KEY=VALUE with a plain key, e.g. {example}")
+        out[path[0]] = value
+    return out
 
 
 @app.command()
@@ -104,6 +120,7 @@ def rollout(
     temperature: float | None = TEMPERATURE,
     max_new_tokens: int | None = MAX_NEW_TOKENS,
     llm_option: list[str] | None = LLM_OPTION,
+    agent_option: list[str] | None = AGENT_OPTION,
     beam: int = typer.Option(8, min=1, help="most live leaves per task"),
     branching: int = typer.Option(2, min=1, help="agent turns sampled per leaf while the beam has room"),
     max_depth: int = typer.Option(15, min=1, help="most agent turns per conversation"),
@@ -129,7 +146,7 @@ def rollout(
             env=env, data=data, split=split, agent=agent, backend=backend, model=model, user=user,
             user_backend=user_backend, user_model=user_model, limit=limit,
             base_url=base_url, user_base_url=user_base_url,
-            temperature=temperature, max_new_tokens=max_new_tokens, llm_option=llm_option,
+            temperature=temperature, max_new_tokens=max_new_tokens, llm_option=llm_option, agent_option=agent_option,
         )  # fmt: skip
         search = SearchConfig(max_beam=beam, branching=branching, max_depth=max_depth)
         options = RolloutOptions(
@@ -177,6 +194,7 @@ def eval_(
     temperature: float | None = TEMPERATURE,
     max_new_tokens: int | None = MAX_NEW_TOKENS,
     llm_option: list[str] | None = LLM_OPTION,
+    agent_option: list[str] | None = AGENT_OPTION,
     trials: int = typer.Option(1, min=1, help="conversations per task (pass^k for k = 1..trials)"),
     max_turns: int = typer.Option(15, min=1, help="most agent turns per conversation"),
     limit: int | None = LIMIT,
@@ -197,7 +215,7 @@ def eval_(
             env=env, data=data, split=split, agent=agent, backend=backend, model=model, user=user,
             user_backend=user_backend, user_model=user_model, limit=limit,
             base_url=base_url, user_base_url=user_base_url,
-            temperature=temperature, max_new_tokens=max_new_tokens, llm_option=llm_option,
+            temperature=temperature, max_new_tokens=max_new_tokens, llm_option=llm_option, agent_option=agent_option,
         )  # fmt: skip
         preflight(options)
         with noise_to(Path(out) / "eval.log"):

@@ -49,6 +49,9 @@ class ComponentOptions(BaseModel):
         "a user simulator on the same backend and model shares that backend",
     )
     limit: int | None = Field(None, ge=1)
+    agent_options: dict[str, Any] = Field(
+        default_factory=dict, description="options of a prompted agent (AgentConfig fields, e.g. constrain, examples)"
+    )
     agent_sampling: Sampling | None = None
     user_sampling: Sampling | None = None
 
@@ -171,7 +174,9 @@ def build_components(options: ComponentOptions, *, check_connection: bool = True
     llms: dict[LLMKey, LLM] = {key: build_llm(config) for key, config in configs.items()}
     agent_llm = llms[agent_key] if agent_key else None
     user_llm = llms[user_key] if user_key else None
-    agent_opts = {"sampling": options.agent_sampling} if options.agent_sampling and agent_llm else {}
+    agent_opts = dict(options.agent_options) if agent_llm else {}
+    if options.agent_sampling and agent_llm:
+        agent_opts["sampling"] = options.agent_sampling
     user_opts = {"sampling": options.user_sampling} if options.user_sampling and user_llm else {}
     agent = make_agent(options.agent, env, agent_llm, **agent_opts)
     user_sim = make_user(options.user, user_llm, **user_opts)

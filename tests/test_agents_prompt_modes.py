@@ -87,3 +87,17 @@ async def test_trees_and_sft_rows_hold_the_preamble(env):
     first = rows.sft[0]["messages"]
     assert first[0]["role"] == "system"
     assert [m["content"] for m in first[1 : 1 + len(tree.preamble)]] == [m.content for m in tree.preamble]
+
+
+def test_eval_takes_agent_options_from_the_cli(tmp_path):
+    from typer.testing import CliRunner
+
+    from josh.cli import app
+
+    reply = 'Action: {"name": "respond", "arguments": {"content": "hi"}}'
+    base = ["eval", "--agent", "act", "--backend", "scripted", "--model", "x", "--llm-option", f"replies=['{reply}']"]
+    base += ["--limit", "1", "--no-progress"]
+    ok = CliRunner().invoke(app, [*base, "--agent-option", "constrain=true", "--out", str(tmp_path / "a")])
+    assert ok.exit_code == 0, ok.output
+    bad = CliRunner().invoke(app, [*base, "--agent-option", "bogus=1", "--out", str(tmp_path / "b")])
+    assert bad.exit_code == 2 and "unknown option bogus for the act agent" in bad.output

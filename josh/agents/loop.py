@@ -55,6 +55,10 @@ class LoopAgent(ABC):
             raise ValueError(f"the {self.protocol} agent needs an LLM backend")
         self.env = env
         self.llm = llm
+        unknown = sorted(set(options) - set(AgentConfig.model_fields))
+        if unknown:
+            valid = ", ".join(AgentConfig.model_fields)
+            raise ValueError(f"unknown option {', '.join(unknown)} for the {self.protocol} agent; valid: {valid}")
         self.config = config or AgentConfig(**options)
         chosen = examples(getattr(env, "name", "generic"))[: self.config.examples]
         in_prompt = chosen and not self.config.examples_as_turns
