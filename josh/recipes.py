@@ -77,6 +77,9 @@ class OptimSpec(_Strict):
     optim: str = "adamw_torch"
     bf16: bool = False
     gradient_checkpointing: bool = False
+    liger_kernel: bool = Field(
+        False, description="Liger's Triton kernels (RMSNorm, RoPE, SwiGLU); needs a CUDA GPU and liger-kernel"
+    )
     logging_steps: int = Field(1, gt=0)
     save_steps: int = Field(100, gt=0)
     save_total_limit: int | None = 2
