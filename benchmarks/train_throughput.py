@@ -8,6 +8,7 @@ runs alternate and every figure carries the load average. Targets: josh / plain 
 tokens/s >= 0.9.
 
     python benchmarks/train_throughput.py --steps 3 --repeat 2
+    python benchmarks/train_throughput.py --set optim.gradient_checkpointing=false   # both store activations
     python benchmarks/train_throughput.py --agent react --max-turns 15   # longer rows (~1.4k tokens)
 """
 
@@ -45,18 +46,17 @@ def make_rows(folder: Path, agent: str, tasks: int, max_turns: int) -> Path:
     return folder / "sft.jsonl"
 
 
-def run_josh(data: Path, out: Path, steps: int, liger: bool) -> float:
+def run_josh(data: Path, out: Path, steps: int, extra: list[str]) -> float:
     from josh.recipes import load_recipe
     from josh.training.runner import train
 
     overrides = [f"data={data}", f"output_dir={out}", "run_name=josh", f"optim.max_steps={steps}"]
-    overrides += [f"optim.save_steps={steps}", f"optim.liger_kernel={str(liger).lower()}"]
-    run_dir = train(load_recipe(RECIPE, overrides))
+    run_dir = train(load_recipe(RECIPE, [*overrides, f"optim.save_steps={steps}", *extra]))
     metrics = json.loads((run_dir / "metrics.json").read_text())
     return metrics["tokens"] / metrics["trainer_metrics"]["train_runtime"]
 
 
-def run_plain(data: Path, out: Path, steps: int, liger: bool) -> float:
+def run_plain(data: Path, out: Path, steps: int, extra: list[str]) -> float:
     """What a user would write by hand with TRL: same model, template, LoRA and arguments."""
     from datasets import load_dataset
     from peft import LoraConfig
@@ -66,7 +66,7 @@ def run_plain(data: Path, out: Path, steps: int, liger: bool) -> float:
     from josh.llm.models import resolve_model
     from josh.recipes import load_recipe
 
-    recipe = load_recipe(RECIPE)
+    recipe = load_recipe(RECIPE, extra)
     path = resolve_model(recipe.model.name)
     tokenizer = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=recipe.model.dtype)
@@ -83,9 +83,9 @@ def run_plain(data: Path, out: Path, steps: int, liger: bool) -> float:
         seed=recipe.seed,
         max_length=recipe.max_length,
         assistant_only_loss=True,
-        gradient_checkpointing=False,
+        gradient_checkpointing=recipe.optim.gradient_checkpointing,
         bf16=recipe.optim.bf16,
-        use_liger_kernel=liger,
+        use_liger_kernel=recipe.optim.liger_kernel,
         include_num_input_tokens_seen="non_padding",
     )
     lora = recipe.lora
@@ -101,11 +101,11 @@ def run_plain(data: Path, out: Path, steps: int, liger: bool) -> float:
     return trainer.state.num_input_tokens_seen / result.metrics["train_runtime"]
 
 
-def child(kind: str, data: Path, out: Path, steps: int, liger: bool) -> None:
+def child(kind: str, data: Path, out: Path, steps: int, extra: list[str]) -> None:
     """One training run; prints its tokens/s and peak memory as the last line (JSON)."""
     import torch
 
-    speed = (run_josh if kind == "josh" else run_plain)(data, out, steps, liger)
+    speed = (run_josh if kind == "josh" else run_plain)(data, out, steps, extra)
     if torch.cuda.is_available():
         peak, measure = torch.cuda.max_memory_allocated() / 2**20, "torch.cuda.max_memory_allocated"
     else:
@@ -113,10 +113,10 @@ def child(kind: str, data: Path, out: Path, steps: int, liger: bool) -> None:
     print(json.dumps({"tokens_per_s": speed, "peak_mib": peak, "measure": measure}))
 
 
-def measure(kind: str, data: Path, out: Path, steps: int, liger: bool) -> dict:
+def measure(kind: str, data: Path, out: Path, steps: int, extra: list[str]) -> dict:
     """Run ``child`` in a fresh interpreter (its own memory peak) and read its result line."""
     cmd = [sys.executable, __file__, "--child", kind, "--data", str(data), "--out", str(out), "--steps", str(steps)]
-    done = subprocess.run([*cmd, *(["--liger"] if liger else [])], capture_output=True, text=True)
+    done = subprocess.run([*cmd, *(f"--set={o}" for o in extra)], capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"the {kind} run failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -145,20 +145,24 @@ def main() -> None:
     parser.add_argument("--max-turns", type=int, default=2, help="conversation horizon (the demo uses 2)")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=1, help="alternate the two runs this many times")
-    parser.add_argument("--liger", action="store_true", help="both sides with use_liger_kernel (CUDA only)")
+    parser.add_argument(
+        "--set", dest="extra", action="append", default=[], metavar="KEY=VALUE",
+        help="recipe override for both sides: optim.gradient_checkpointing=false, optim.liger_kernel=true (CUDA)",
+    )  # fmt: skip
     parser.add_argument("--child", choices=["josh", "plain"], help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.child:
-        child(opts.child, opts.data, opts.out, opts.steps, opts.liger)
+        child(opts.child, opts.data, opts.out, opts.steps, opts.extra)
         return
     with tempfile.TemporaryDirectory() as tmp:
         data = make_rows(Path(tmp) / "rows", opts.agent, opts.tasks, opts.max_turns)
+        print(f"settings: {RECIPE.name} {' '.join(opts.extra) or '(as shipped)'}, {opts.steps} steps")
         runs: dict[str, list[dict]] = {"plain": [], "josh": []}
         for i in range(opts.repeat):
             for kind in ("plain", "josh"):
-                runs[kind].append(measure(kind, data, Path(tmp) / f"{kind}{i}", opts.steps, opts.liger))
+                runs[kind].append(measure(kind, data, Path(tmp) / f"{kind}{i}", opts.steps, opts.extra))
     report(runs)
 
 

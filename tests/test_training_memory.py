@@ -3,19 +3,23 @@ switch fails with one clear error where it cannot run."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-torch = pytest.importorskip("torch")
-fused = pytest.importorskip("trl.trainer.utils")
+from josh.recipes import RecipeError, load_recipe
+from josh.training import memory
+from josh.training.config import base_arguments, check_liger_kernel
 
-from josh.recipes import RecipeError, load_recipe  # noqa: E402
-from josh.training import memory  # noqa: E402
-from josh.training.config import base_arguments, check_liger_kernel  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUTPUTS = ("log_probs", "entropy", "is_top1")
+TRL_TILE = 32768  # TRL's vocabulary tile
 
 
 def tiny_model(vocab: int = 9000):
+    import torch
+    import trl.trainer.utils as fused
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
@@ -29,22 +33,30 @@ def tiny_model(vocab: int = 9000):
 
 
 def loss_and_grads(model, batch):
+    """The fused forward's outputs and the gradients of its loss (the trainer logs entropy and accuracy only)."""
     model.zero_grad()
     out = model(**batch, fused_lm_head=True)
-    (out.loss + out.entropy.sum() * 0).backward()
+    out.loss.backward()
     grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
     return out, grads
 
 
 @pytest.fixture
-def restore_trl(monkeypatch):
-    """The lean head patches TRL process-wide: put TRL back after each test."""
-    monkeypatch.setattr(fused, "_use_triton", fused._use_triton)
-    monkeypatch.setattr(fused, "_CHUNKED_LOGPROB_CHUNK_SIZE", fused._CHUNKED_LOGPROB_CHUNK_SIZE)
+def fused(monkeypatch):
+    """TRL's fused-head module as TRL ships it, put back after the test (josh's trainers patch it process-wide)."""
+    import torch
+    import trl.trainer.utils as fused
+    from trl.kernels.chunked_logprob import _use_triton
+
+    monkeypatch.setattr(fused, "_use_triton", _use_triton)
+    monkeypatch.setattr(fused, "_CHUNKED_LOGPROB_CHUNK_SIZE", TRL_TILE)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    return fused
 
 
-def test_lean_head_matches_trl_and_projects_only_labelled_positions(restore_trl, monkeypatch):
+def test_lean_head_matches_trl_and_projects_only_labelled_positions(fused, monkeypatch):
+    import torch
+
     model = tiny_model()
     ids = torch.randint(0, 9000, (2, 24))
     labels = ids.clone()
@@ -75,20 +87,21 @@ def test_lean_head_matches_trl_and_projects_only_labelled_positions(restore_trl,
         torch.testing.assert_close(grads_after[name], grad, rtol=1e-4, atol=1e-6)
 
 
-def test_lean_head_leaves_cuda_machines_to_trl(restore_trl, monkeypatch):
+def test_lean_head_leaves_cuda_machines_to_trl(fused, monkeypatch):
+    import torch
+
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     triton_switch = fused._use_triton
     assert memory.lean_loss_head() is False
-    assert fused._use_triton is triton_switch and fused._CHUNKED_LOGPROB_CHUNK_SIZE == 32768
+    assert fused._use_triton is triton_switch and fused._CHUNKED_LOGPROB_CHUNK_SIZE == TRL_TILE
 
 
 def test_liger_switch_reaches_the_trainer_and_fails_clearly_without_a_gpu(tmp_path, monkeypatch):
-    from pathlib import Path
+    import torch
 
-    root = Path(__file__).resolve().parents[1]
-    recipe = load_recipe(root / "recipes/tiny-sft.yaml", ["optim.liger_kernel=true"])
+    recipe = load_recipe(ROOT / "recipes/tiny-sft.yaml", ["optim.liger_kernel=true"])
     assert base_arguments(recipe, tmp_path)["use_liger_kernel"] is True
-    assert load_recipe(root / "recipes/tiny-sft.yaml").optim.liger_kernel is False
+    assert load_recipe(ROOT / "recipes/tiny-sft.yaml").optim.liger_kernel is False
     check_liger_kernel(False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(RecipeError, match="needs a CUDA GPU"):
@@ -97,3 +110,26 @@ def test_liger_switch_reaches_the_trainer_and_fails_clearly_without_a_gpu(tmp_pa
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
     with pytest.raises(RecipeError, match=r"pip install 'josh\[liger\]'"):
         check_liger_kernel(True)
+
+
+def test_cli_liger_switch_on_cpu_is_one_red_line(tmp_path, monkeypatch):
+    import torch
+    from typer.testing import CliRunner
+
+    from josh.cli import app
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    recipe = ROOT / "recipes/tiny-sft.yaml"
+    args = [
+        "train",
+        "sft",
+        "-r",
+        str(recipe),
+        "--data",
+        str(tmp_path / "sft.jsonl"),
+        "--set",
+        "optim.liger_kernel=true",
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "error: optim.liger_kernel needs a CUDA GPU" in result.output and "Traceback" not in result.output
