@@ -76,7 +76,12 @@ class OptimSpec(_Strict):
     max_grad_norm: float = Field(1.0, gt=0)
     optim: str = "adamw_torch"
     bf16: bool = False
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: bool = Field(
+        True, description="recompute activations in the backward pass (TRL's default): less memory, slower steps"
+    )
+    liger_kernel: bool = Field(
+        False, description="Liger's Triton kernels (RMSNorm, RoPE, SwiGLU); needs a CUDA GPU and liger-kernel"
+    )
     logging_steps: int = Field(1, gt=0)
     save_steps: int = Field(100, gt=0)
     save_total_limit: int | None = 2

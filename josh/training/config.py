@@ -20,6 +20,21 @@ def check_report_to(report_to: list[str]) -> None:
             raise RecipeError(f"report_to lists {name!r} but it is not installed: {extra}, or drop it")
 
 
+def check_liger_kernel(enabled: bool) -> None:
+    """``optim.liger_kernel`` needs Liger's Triton kernels and a CUDA GPU to run them; say which is missing."""
+    if not enabled:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RecipeError(
+            "optim.liger_kernel needs a CUDA GPU: Liger's kernels are Triton-only and this machine has none "
+            "(set optim.liger_kernel=false; the CPU path already computes the loss without full logits)"
+        )
+    if importlib.util.find_spec("liger_kernel") is None or importlib.util.find_spec("triton") is None:
+        raise RecipeError("optim.liger_kernel needs liger-kernel and triton: pip install 'josh[liger]'")
+
+
 def base_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
     """Keyword arguments every TRL config (``SFTConfig``, ``KTOConfig``, ``DPOConfig``) accepts."""
     opt = recipe.optim
@@ -39,6 +54,7 @@ def base_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
         "optim": opt.optim,
         "bf16": opt.bf16,
         "gradient_checkpointing": opt.gradient_checkpointing,
+        "use_liger_kernel": opt.liger_kernel,
         "logging_steps": opt.logging_steps,
         "logging_first_step": True,
         "save_strategy": "steps",

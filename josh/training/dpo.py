@@ -16,8 +16,10 @@ def build_trainer(
     from trl import DPOConfig, DPOTrainer
 
     from josh.training.data import to_dataset
+    from josh.training.memory import lean_loss_head
 
     args = DPOConfig(**base_arguments(recipe, output_dir), beta=recipe.dpo.beta, loss_type=[recipe.dpo.loss_type])
+    lean_loss_head()
     return DPOTrainer(
         model=model,
         args=args,

@@ -51,6 +51,7 @@ def build_trainer(
     from trl import KTOConfig, KTOTrainer
 
     from josh.training.data import to_dataset
+    from josh.training.memory import lean_loss_head
 
     rows = list(rows)
     random.Random(recipe.seed).shuffle(rows)  # the KTO sampler is sequential: mix the labels once, reproducibly
@@ -63,6 +64,7 @@ def build_trainer(
         undesirable_weight=uw,
         dataloader_drop_last=True,
     )
+    lean_loss_head()
     return KTOTrainer(
         model=model,
         args=args,

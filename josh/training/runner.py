@@ -67,12 +67,13 @@ def _metrics_callback() -> Any:
 
 def prepare(recipe: TrainRecipe, *, resume: bool) -> tuple[list[dict[str, Any]], Any, Path | None]:
     """Everything that can fail cheaply: data, method checks, tokenizer, lengths, the run folder."""
-    from josh.training.config import check_report_to
+    from josh.training.config import check_liger_kernel, check_report_to
     from josh.training.model import load_tokenizer
 
     if recipe.data is None:
         raise RecipeError("no training data: set data in the recipe or pass --data PATH")
     check_report_to(recipe.report_to)
+    check_liger_kernel(recipe.optim.liger_kernel)
     rows = data_mod.read_rows(recipe.data, recipe.method)
     if recipe.method == "kto":
         _trainer_module("kto").validate(recipe, rows)

@@ -16,12 +16,14 @@ def build_trainer(
     from trl import SFTConfig, SFTTrainer
 
     from josh.training.data import to_dataset
+    from josh.training.memory import lean_loss_head
 
     args = SFTConfig(
         **base_arguments(recipe, output_dir),
         assistant_only_loss=recipe.sft.assistant_only_loss,
         packing=recipe.sft.packing,
     )
+    lean_loss_head()
     return SFTTrainer(
         model=model,
         args=args,
