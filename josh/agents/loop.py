@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from josh.agents.base import AgentTurn
 from josh.agents.parsing import Parsed, ReadCall
 from josh.agents.prompting import Example, examples, render
+from josh.agents.rendering import render_messages
 from josh.envs.base import ConversationState, Env
 from josh.llm.base import LLM, Completion, LLMError, Sampling
 from josh.types import ErrorCategory, Message, Task, ToolCall, ToolResult, assistant, system, tool_result, user
@@ -196,8 +197,6 @@ class TextProtocolAgent(LoopAgent):
 def example_turns(agent: LoopAgent, chosen: tuple[Example, ...] | list[Example]) -> list[Message]:
     """Worked examples as chat turns in the agent's protocol: the customer asks, the agent calls a tool, sees the
     result and replies, each written exactly as the agent writes and reads them."""
-    from josh.agents.rendering import render_messages
-
     messages: list[Message] = []
     for k, example in enumerate(chosen):
         call = ToolCall(id=f"example-{k}", name=example.name, arguments=example.arguments)

@@ -46,16 +46,14 @@ def grammar_problem(grammar: str) -> str | None:
 
 
 class GrammarMask(LogitsProcessor):
-    """Mask each constrained row's logits to the tokens its grammar allows next; see the module docstring."""
+    """Mask each constrained row's logits to the tokens its grammar allows next; see the module docstring. The
+    backend checks every grammar with ``grammar_problem`` before a row reaches a batch."""
 
     def __init__(self, grammars: list[str | None], ll_tokenizer: Any, prompt_width: int) -> None:
         llguidance = require_llguidance()
         self.width = prompt_width
         self.rows = [i for i, g in enumerate(grammars) if g]
         self.matchers = {i: llguidance.LLMatcher(ll_tokenizer, grammars[i]) for i in self.rows}
-        for i, matcher in self.matchers.items():
-            if matcher.is_error():
-                raise ValueError(f"grammar of row {i} does not compile: {matcher.get_error()}")
         self.mask: torch.Tensor | None = None
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
