@@ -4,10 +4,12 @@ load them. Sizes are cut to the bone so it stays within CI's budget; the demo me
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from josh.envs.toolwoz.schema import openai_tools
 from josh.loop import Loop
 from josh.manifest import input_digest, read_manifest
 from josh.recipes import load_loop_recipe
@@ -62,3 +64,55 @@ def test_real_loop_on_a_tiny_slice(tmp_path: Path) -> None:
     assert report["harvest"][0]["token_counter"] == "smollm2"
     assert "| round 1 control-random |" in (run_dir / "report.md").read_text()
     assert (run_dir / "plots" / "reward.png").is_file()
+
+
+ACTION_NAME = re.compile(r'^Action: \{"name": "([a-z_]+)"')
+
+
+@pytest.mark.slow
+def test_loop_through_examples_as_turns_and_constrained_decoding(tmp_path: Path) -> None:
+    """No warm start: the raw model runs search with worked examples as chat turns and the tool-schema grammar; every
+    action it writes names a real tool, and the trees and the trained rows carry the examples the model saw."""
+    recipe = load_loop_recipe(
+        ROOT / "recipes" / "demo-cpu.yaml",
+        [
+            f"output_dir={tmp_path}",
+            "baseline=false",
+            "warm_start.enabled=false",
+            "setup.agent_options.examples=1",
+            "setup.agent_options.examples_as_turns=true",
+            "setup.agent_options.constrain=true",
+            "setup.agent_options.max_generations=2",
+            "rollout.tasks=2",
+            "rollout.search.max_depth=1",
+            "rollout.search.max_beam=2",
+            "rollout.sampling.max_new_tokens=24",
+            "extract.min_reward=0.0",
+            "extract.drop_errors=[]",
+            "controls.random=true",
+            "eval.limit=1",
+            "eval.max_turns=1",
+            "eval.sampling.max_new_tokens=24",
+            "sft.optim.max_steps=1",
+            "sft.max_length=1536",
+        ],
+    )
+    Loop(recipe, progress=False).run()
+    run_dir = tmp_path / "demo-cpu"
+    tools = {t["function"]["name"] for t in openai_tools()} | {"respond"}
+    trees = [json.loads(line) for line in (run_dir / "round-1" / "rollouts" / "trees.jsonl").read_text().splitlines()]
+    assert len(trees) == 2
+    actions = [
+        m["content"] for tree in trees for node in tree["nodes"] for m in node["messages"] if m["role"] == "assistant"
+    ]
+    assert actions and all(ACTION_NAME.match(a) and ACTION_NAME.match(a)[1] in tools for a in actions), actions
+    preamble = trees[0]["preamble"]
+    assert preamble and preamble[0]["role"] == "user" and preamble[1]["content"].startswith("Action: ")
+    rows = (run_dir / "round-1" / "control-random" / "data" / "sft.jsonl").read_text().splitlines()
+    first = json.loads(rows[0])["messages"]
+
+    def text(messages: list[dict]) -> list[tuple[str, str]]:
+        return [(m["role"], m["content"]) for m in messages]
+
+    assert first[0]["role"] == "system" and text(first[1 : 1 + len(preamble)]) == text(preamble)
+    assert (run_dir / "round-1" / "control-random" / "train" / "adapter_model.safetensors").is_file()

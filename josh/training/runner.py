@@ -9,7 +9,9 @@ resolved ``recipe.yaml``, ``metrics.json`` (loss curve, tokens, runtime, tokens/
 from __future__ import annotations
 
 import json
+import sys
 import time
+from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +114,8 @@ def train(recipe: TrainRecipe, *, resume: bool = False, source: str | None = Non
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "recipe.yaml").write_text(recipe.to_yaml())
     callback = _metrics_callback()
-    with noise_to(run_dir / LOG_FILE):
+    # Library prints (transformers announces WANDB_MODE=offline on standard output) join the rest of the noise.
+    with noise_to(run_dir / LOG_FILE), redirect_stdout(sys.stderr):
         trainer = _trainer_module(recipe.method).build_trainer(
             recipe, rows, load_model(recipe), tokenizer, run_dir, [callback]
         )
