@@ -9,9 +9,9 @@ import pytest
 from josh.agents.base import Agent
 from josh.agents.replay import DONE_REPLY, ReplayAgent, final_reply, gold_calls
 from josh.envs.base import ConversationState
+from josh.envs.taubench.user import STOP, TauScriptedUser, opening_line
 from josh.types import Goal, Message, Task, ToolCall, ToolResult, assistant, user
 from josh.users.base import UserSimulator
-from josh.users.retail_scripted import STOP, RetailScriptedUser, opening_line
 
 
 class CounterEnv:
@@ -79,7 +79,7 @@ async def test_scripted_user_rules() -> None:
         env="retail",
         details={"instruction": "Your name is Ann Lee. You want to cancel order #W1234567. Be terse."},
     )
-    simulator = RetailScriptedUser(max_turns=3)
+    simulator = TauScriptedUser(max_turns=3)
     assert isinstance(simulator, UserSimulator)
     first = await simulator.reply(task, [])
     assert first.text == "Hi! I want to cancel order #W1234567." and not first.done

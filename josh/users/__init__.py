@@ -65,10 +65,10 @@ def _scripted(llm: LLM | None, **options: Any) -> UserSimulator:
 
 
 def _retail_scripted(llm: LLM | None, **options: Any) -> UserSimulator:
-    from josh.users.retail_scripted import RetailScriptedUser
+    from josh.envs.taubench.user import TauScriptedUser
 
     try:
-        return RetailScriptedUser(**options)
+        return TauScriptedUser(**options)
     except TypeError as exc:
         raise ValueError(f"retail_scripted user: {exc}") from None
 

@@ -4,22 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-_STR = {"type": "string"}
-_IDS = {"type": "array", "items": {"type": "string"}}
+from josh.envs.taubench.tools import STRING, THINK, TRANSFER, calculate_schema, function_schema
 
-
-def _fn(name: str, description: str, properties: dict[str, tuple[dict[str, Any], str]]) -> dict[str, Any]:
-    """One schema; every listed parameter is required, as in the benchmark."""
-    props = {key: {**kind, "description": text} for key, (kind, text) in properties.items()}
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": props, "required": list(props)},
-        },
-    }
-
+_STR = STRING
+_IDS = {"type": "array", "items": _STR}
+_fn = function_schema
 
 _ORDER_ID = (_STR, "The order id, including its leading '#', e.g. '#W0000000'.")
 _USER_ID = (_STR, "The user id, e.g. 'sara_doe_496'.")
@@ -70,22 +59,9 @@ SCHEMAS: list[dict[str, Any]] = [
         "List the names of all product types in the store, each with its product id.",
         {},
     ),
-    _fn(
-        "calculate",
-        "Evaluate an arithmetic expression and return the result rounded to two decimals.",
-        {"expression": (_STR, "Numbers, + - * /, parentheses and spaces only, e.g. '(12.5 + 3) * 2'.")},
-    ),
-    _fn(
-        "think",
-        "Write down your reasoning. Nothing is looked up or changed; use it for planning or checking a policy.",
-        {"thought": (_STR, "Your reasoning.")},
-    ),
-    _fn(
-        "transfer_to_human_agents",
-        "Hand the user over to a human agent, with a summary of the issue. Only when the user explicitly asks "
-        "for a human, or the request cannot be handled with the available tools and policy. Ends the conversation.",
-        {"summary": (_STR, "A short summary of the user's issue.")},
-    ),
+    calculate_schema("(12.5 + 3) * 2"),
+    THINK,
+    TRANSFER,
     _fn(
         "cancel_pending_order",
         "Cancel a pending order after the user confirmed order and reason. Payments are refunded: at once to "
