@@ -39,6 +39,7 @@ from josh.agents.parsing import Parsed
 from josh.conversation import ConversationRecord
 from josh.envs.base import Env
 from josh.envs.retail import RetailEnv
+from josh.envs.toolwoz.agenda import AgendaUser
 from josh.envs.toolwoz.data import load_toolwoz
 from josh.envs.toolwoz.env import ToolWOZEnv
 from josh.jsonl import JsonlWriter, read_models
@@ -46,7 +47,6 @@ from josh.llm.base import Completion, Sampling
 from josh.llm.scripted import ScriptedLLM
 from josh.tree import Node, Tree
 from josh.types import ErrorCategory, Message, Task, ToolCall, user
-from josh.users.agenda import AgendaUser
 
 DEFAULT_RETAIL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "taubench" / "retail"
 SMALL = 64 * 1024

@@ -107,7 +107,7 @@ def make_tasks(n: int) -> list[Task]:
         tasks = []
     if len(tasks) < n:
         tasks += [
-            Task(id=f"synthetic{i}", goals=[Goal(name=f"g{g}") for g in range(1 + i % 3)])
+            Task(env="synthetic", id=f"synthetic{i}", goals=[Goal(name=f"g{g}") for g in range(1 + i % 3)])
             for i in range(n - len(tasks))
         ]
     return [t for t in tasks if t.goals][:n]

@@ -103,4 +103,4 @@ def test_env_protocol_and_wrong_inputs(env: AirlineEnv) -> None:
     with pytest.raises(ValueError, match="retail"):
         env.reset(Task(id="x", env="retail"))
     with pytest.raises(TypeError, match="AirlineState"):
-        env.call(ConversationState(Task(id="x")), ToolCall(name="think", arguments={"thought": ""}))
+        env.call(ConversationState(Task(env="airline", id="x")), ToolCall(name="think", arguments={"thought": ""}))

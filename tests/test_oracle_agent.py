@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from josh.agents import make_agent
-from josh.agents.oracle import OracleAgent, UserView
 from josh.envs.base import ConversationState
 from josh.envs.toolwoz.data import load_toolwoz
 from josh.envs.toolwoz.env import ToolWOZEnv
+from josh.envs.toolwoz.oracle import OracleAgent, UserView
 from josh.envs.toolwoz.task import DomainGoal, details_of, make_task
 from josh.types import Message, Task, user
 

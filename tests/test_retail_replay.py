@@ -147,4 +147,4 @@ def test_env_protocol_and_wrong_inputs(env: RetailEnv) -> None:
     with pytest.raises(ValueError, match="toolwoz"):
         env.reset(Task(id="x", env="toolwoz"))
     with pytest.raises(TypeError, match="RetailState"):
-        env.call(ConversationState(Task(id="x")), ToolCall(name="think", arguments={"thought": ""}))
+        env.call(ConversationState(Task(env="retail", id="x")), ToolCall(name="think", arguments={"thought": ""}))

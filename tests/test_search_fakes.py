@@ -34,7 +34,7 @@ def label(path: Path) -> str:
 
 
 def make_task(n_goals: int = 2, task_id: str = "t0") -> Task:
-    return Task(id=task_id, goals=[Goal(name=f"g{i}") for i in range(n_goals)])
+    return Task(env="fake", id=task_id, goals=[Goal(name=f"g{i}") for i in range(n_goals)])
 
 
 class FakeEnv:

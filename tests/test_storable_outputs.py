@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from josh.agents import make_agent
 from josh.agents.parsing import parse_act, parse_react, parse_tool_calls, read_call
 from josh.components import build_env
+from josh.envs.toolwoz.agenda import AgendaUser
 from josh.evaluate import evaluate, load_results
 from josh.jsonl import JsonlWriter, iter_jsonl
 from josh.llm.base import Completion
@@ -18,7 +19,6 @@ from josh.llm.scripted import ScriptedLLM
 from josh.storable import MAX_DEPTH, clean_text, json_problem, to_storable
 from josh.tree import Node, Tree
 from josh.types import ErrorCategory, Message, ToolCall, assistant
-from josh.users.agenda import AgendaUser
 
 SURROGATE_CALL = '{"name": "search_hotel", "arguments": {"area": "north", "name": "caf\\ud800"}}'
 HUGE = "9" * 5000

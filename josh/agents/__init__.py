@@ -47,7 +47,7 @@ def _act(env: Env, llm: LLM, **options: Any) -> Agent:
 
 
 def _oracle(env: Env, llm: LLM | None, **options: Any) -> Agent:
-    from josh.agents.oracle import OracleAgent
+    from josh.envs.toolwoz.oracle import OracleAgent
 
     try:
         return OracleAgent(env, llm, **options)

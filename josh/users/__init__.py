@@ -47,7 +47,7 @@ def _instruction(llm: LLM | None, **options: Any) -> UserSimulator:
 
 
 def _agenda(llm: LLM | None, **options: Any) -> UserSimulator:
-    from josh.users.agenda import AgendaUser
+    from josh.envs.toolwoz.agenda import AgendaUser
 
     try:
         return AgendaUser(llm, **options)

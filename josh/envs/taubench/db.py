@@ -46,5 +46,5 @@ def read_records(path: Path, shape: type[BaseModel], kind: str, error: type[Valu
         try:
             shape.model_validate(record)
         except ValidationError as exc:
-            raise error(f"{path}: {kind} {key!r} is malformed: {brief(exc)}") from None
+            raise error(f"{path}: {kind} {key}: {brief(exc)}") from None
     return data
