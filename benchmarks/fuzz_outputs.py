@@ -251,7 +251,7 @@ class Pipeline:
         """One agent turn on the output; every failure in it (the protocol's, the environment's) is counted, and
         counted as categorised when the turn carries its category."""
         turn = self.loop.run_until_complete(agent.turn([user("hi")], env.reset(task), n=1))[0]
-        parsed: Parsed = agent.read(self.current)
+        parsed: Parsed = agent.protocol.parse(self.current, max_calls=agent.config.max_calls_per_generation)
         events = [(parsed.error is not None, parsed.error), (parsed.repaired, ErrorCategory.UNSTORABLE)]
         events += [(_refused(env, call.content), call.error) for call in turn.state.log]
         for failed, category in events:

@@ -136,12 +136,6 @@ def write_stats(out: Path, start: float, skipped: int, earlier_s: float = 0.0, r
     return stats
 
 
-def _system_prompt(agent: Agent, task: Task) -> str | None:
-    """The agent's system prompt for a task, when the agent exposes one (``system_prompt(task)``)."""
-    build = getattr(agent, "system_prompt", None)
-    return build(task) if callable(build) else None
-
-
 class _Display:
     """A rich progress bar with running goal, call and token counts (or nothing when disabled)."""
 
@@ -177,9 +171,7 @@ async def _search_task(task: Task, env: Env, agent: Agent, user_sim: UserSimulat
     """Search one task; a failure outside the agent and user (a bug) is recorded as a failed task."""
     start = time.perf_counter()
     try:
-        system = _system_prompt(agent, task)
-        preamble = agent.preamble() if hasattr(agent, "preamble") else None
-        return await search(task, env, agent, user_sim, config, system=system, preamble=preamble)
+        return await search(task, env, agent, user_sim, config)
     except Exception as exc:  # one broken task must not stop a long run
         tree = Tree(task_id=task.id, goals=list(task.goals), n_goals=len(task.goals), config=config.model_dump())
         tree.error = f"search failed: {type(exc).__name__}: {exc}"

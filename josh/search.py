@@ -31,7 +31,7 @@ from josh.diagnostics import classify, goal_tools_of
 from josh.envs.base import ConversationState, Env
 from josh.llm.base import LLMError
 from josh.tree import Node, Tree, TreeStats, chain_messages, transcript_of
-from josh.types import ErrorCategory, Message, Task
+from josh.types import ErrorCategory, Task
 from josh.users.base import UserSimulator
 
 
@@ -192,37 +192,28 @@ def _stats(nodes: list[Node], wall_s: float) -> TreeStats:
     )
 
 
-def _tools_seen(agent: Agent, env: Env) -> list[dict[str, Any]]:
-    """The tool schemas the agent's model is given: a prompted agent's ``llm_tools`` (none for text protocols such
-    as react and act, which describe tools inside the system prompt), else the environment's tools."""
-    if hasattr(agent, "llm_tools"):
-        return list(agent.llm_tools or [])
-    return list(getattr(env, "tools", []) or [])
-
-
 async def search(
     task: Task,
     env: Env,
     agent: Agent,
     user_sim: UserSimulator,
     config: SearchConfig | None = None,
-    *,
-    system: str | None = None,
-    preamble: list[Message] | None = None,
 ) -> Tree:
     """Run the JOSH search on one task and return its tree; never raises for agent, user or task failures.
 
-    ``system`` is the system prompt the agent uses and ``preamble`` the messages it puts after it, stored in the tree
-    so extraction can put them first."""
+    The agent's frame (system prompt, preamble, tools, protocol) is stored in the tree so extraction can put it
+    first and the viewer can read the turns."""
     config = config or SearchConfig()
     start = time.perf_counter()
+    frame = agent.frame(task)
     tree = Tree(
         task_id=task.id,
         goals=list(task.goals),
         n_goals=len(task.goals),
-        system=system,
-        preamble=list(preamble or []),
-        tools=_tools_seen(agent, env),
+        system=frame.system,
+        preamble=frame.preamble,
+        tools=frame.tools,
+        protocol=frame.protocol,
         config=config.model_dump(),
     )
     if not task.goals:

@@ -3,7 +3,6 @@
 import pytest
 
 from josh.agents import make_agent
-from josh.agents.loop import example_turns
 from josh.agents.prompting import examples
 from josh.components import build_env
 from josh.extract import ExtractConfig, ExtractStats, extract_rows
@@ -42,7 +41,7 @@ def test_examples_as_turns_read_back_in_the_agents_protocol(env, protocol):
     chosen = examples("toolwoz")[:2]
     assert [m.role for m in turns if m.role == "user"][:1] == ["user"]
     assert turns[0].content == chosen[0].user
-    again = example_turns(agent, chosen)
+    again = agent.protocol.example_turns(chosen)
     assert [(m.role, m.content) for m in turns] == [(m.role, m.content) for m in again]
     spoken = [m for m in turns if m.role == "assistant"]
     assert any(chosen[0].reply in (m.content or "") for m in spoken)
@@ -75,11 +74,8 @@ def test_constrain_needs_a_protocol_grammar(env):
 async def test_trees_and_sft_rows_hold_the_preamble(env):
     agent = make_agent("act", env, RecordingLLM([CALL, REPLY]), examples=1, examples_as_turns=True)
     task = env.tasks("train")[0]
-    tree = await search(
-        task, env, agent, make_user("agenda"), SearchConfig(max_beam=2, branching=1, max_depth=1),
-        system=agent.system_prompt(task), preamble=agent.preamble(),
-    )  # fmt: skip
-    assert tree.preamble == agent.preamble()
+    tree = await search(task, env, agent, make_user("agenda"), SearchConfig(max_beam=2, branching=1, max_depth=1))
+    assert tree.preamble == agent.preamble() and tree.system == agent.system_prompt(task) and tree.protocol == "act"
     for node in tree.nodes:
         node.ideal = node.depth <= 1
     tree.reward = 1.0

@@ -9,7 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from josh.agents import make_agent
-from josh.agents.parsing import parse_act, parse_react, parse_tool_calls, read_call
+from josh.agents.act import parse_act
+from josh.agents.function_calling import parse_tool_calls
+from josh.agents.parsing import read_call
+from josh.agents.react import parse_react
 from josh.components import build_env
 from josh.envs.toolwoz.agenda import AgendaUser
 from josh.evaluate import evaluate, load_results
@@ -155,7 +158,7 @@ async def test_eval_with_huge_numbers_counts_malformed_output_not_agent_errors(t
 
 
 def test_react_reads_at_most_max_commands():
-    from josh.agents.parsing import MAX_COMMANDS
+    from josh.agents.react import MAX_COMMANDS
 
     within = "\n".join(["PLAN think"] * (MAX_COMMANDS - 1) + ["SPEAK hello"])
     beyond = "\n".join(["PLAN think"] * MAX_COMMANDS + ["SPEAK hello"])

@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from josh.agents.base import AgentTurn
+from josh.agents.base import AgentTurn, PromptFrame
 from josh.envs.base import ConversationState, Env
 from josh.envs.toolwoz.normalize import is_no_constraint, normalize, plain_text
 from josh.envs.toolwoz.oracle_text import (
@@ -43,7 +43,7 @@ from josh.envs.toolwoz.oracle_text import (
     summary,
 )
 from josh.envs.toolwoz.task import BOOK_SLOTS, ENTITY_KEY, DomainGoal, ToolWOZDetails, details_of
-from josh.types import Message, ToolCall, assistant, tool_result
+from josh.types import Message, Task, ToolCall, assistant, tool_result
 
 _BOOKING_WORDS = re.compile(r"\bbook|\breserv")
 _YES_NO_SLOTS = {"parking": r"parking", "internet": r"internet|wi-?fi"}
@@ -173,6 +173,10 @@ class OracleAgent:
             }
             for t in env.tools
         }
+
+    def frame(self, task: Task) -> PromptFrame:
+        """No prompt: the model-free agent is framed by the environment's tools only."""
+        return PromptFrame(tools=list(self.env.tools))
 
     async def turn(self, history: list[Message], state: ConversationState, *, n: int = 1) -> list[AgentTurn]:
         """``n`` turns of the same policy, each on its own fork of ``state``."""

@@ -10,18 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from josh.agents import make_agent
+from josh.agents import agent_prompt
 from josh.components import build_env
 from josh.llm.base import Completion
 from josh.types import Message, ToolCall, assistant, tool_result, user
-from josh.warmstart import RenderError, WarmStartConfig, render_messages, scripted_conversations, warm_start
+from josh.warmstart import RenderError, WarmStartConfig, scripted_conversations, warm_start
 
 PROTOCOLS = ["act", "react", "function_calling"]
-
-
-class NoLLM:
-    async def chat(self, *args, **kwargs):
-        raise AssertionError("the warm start must not call a model")
 
 
 @pytest.fixture(scope="module")
@@ -36,16 +31,18 @@ def records(env):
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_rendered_turns_read_back_as_the_oracle_calls(env, records, protocol: str) -> None:
-    agent = make_agent(protocol, env, NoLLM())
+    agent = agent_prompt(protocol, env)
     for record in records:
-        rendered = render_messages(agent, record.messages)
+        rendered = agent.render(record.messages)
         oracle_calls = [(c.name, c.arguments) for m in record.messages for c in (m.tool_calls or ())]
         oracle_replies = [m.content for m in record.messages if m.role == "assistant" and not m.tool_calls]
         calls, replies = [], []
         for message in rendered:
             if message.role != "assistant":
                 continue
-            parsed = agent.read(Completion(text=message.content or "", tool_calls=list(message.tool_calls or ())))
+            parsed = agent.protocol.parse(
+                Completion(text=message.content or "", tool_calls=list(message.tool_calls or ()))
+            )
             calls += [(c.call.name, c.call.arguments) for c in parsed.calls]
             replies += [parsed.reply] if parsed.reply is not None else []
         assert calls == oracle_calls
@@ -60,7 +57,7 @@ def _is_result(message: Message, protocol: str) -> bool:
 
 
 def test_act_rows_are_what_the_agent_sees(env, tmp_path: Path) -> None:
-    agent = make_agent("act", env, NoLLM(), examples=0)
+    agent = agent_prompt("act", env, examples=0)
     stats = warm_start(env, env.tasks("train"), agent, tmp_path, WarmStartConfig(tasks=5, skip=3))
     rows = [json.loads(line) for line in (tmp_path / "sft.jsonl").read_text().splitlines()]
     assert stats.rows == len(rows) == 5 and stats.mean_reward == 1.0
@@ -73,7 +70,7 @@ def test_act_rows_are_what_the_agent_sees(env, tmp_path: Path) -> None:
 
 
 def test_function_calling_rows_carry_native_calls_and_tools(env, tmp_path: Path) -> None:
-    agent = make_agent("function_calling", env, NoLLM())
+    agent = agent_prompt("function_calling", env)
     warm_start(env, env.tasks("train"), agent, tmp_path, WarmStartConfig(tasks=3))
     row = json.loads((tmp_path / "sft.jsonl").read_text().splitlines()[0])
     assert row["tools"] == env.tools
@@ -83,7 +80,7 @@ def test_function_calling_rows_carry_native_calls_and_tools(env, tmp_path: Path)
 
 
 def test_short_horizon_keeps_prefixes_only_when_asked(env, tmp_path: Path) -> None:
-    agent = make_agent("act", env, NoLLM())
+    agent = agent_prompt("act", env)
     strict = warm_start(env, env.tasks("train"), agent, tmp_path / "a", WarmStartConfig(tasks=10, max_turns=1))
     loose = warm_start(
         env, env.tasks("train"), agent, tmp_path / "b", WarmStartConfig(tasks=10, max_turns=1, min_reward=0.0)
@@ -92,15 +89,13 @@ def test_short_horizon_keeps_prefixes_only_when_asked(env, tmp_path: Path) -> No
     assert loose.rows == 10
 
 
-def test_empty_selection_and_unknown_protocol_are_refused(env, tmp_path: Path) -> None:
+def test_empty_selection_unprompted_agents_and_unfaithful_renderings_are_refused(env, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no tasks"):
-        warm_start(env, env.tasks("train"), make_agent("act", env, NoLLM()), tmp_path, WarmStartConfig(skip=10_000))
-
-    class Other:
-        protocol = "xml"
-
-    with pytest.raises(RenderError, match="xml"):
-        render_messages(Other(), [user("hi"), assistant(None, [ToolCall(name="f", arguments={}, id="c1")])])
+        warm_start(env, env.tasks("train"), agent_prompt("act", env), tmp_path, WarmStartConfig(skip=10_000))
+    with pytest.raises(ValueError, match="the oracle agent is not prompted"):
+        agent_prompt("oracle", env)
+    with pytest.raises(RenderError, match="react"):  # ReACT would read the reply as two commands
+        agent_prompt("react", env).render([user("hi"), assistant("one <COMMAND_END> APICALL {}")])
 
 
 @settings(max_examples=40, deadline=None)
@@ -109,9 +104,9 @@ def test_empty_selection_and_unknown_protocol_are_refused(env, tmp_path: Path) -
     value=st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=20),
 )
 def test_any_reply_and_argument_round_trip_in_act(env, text: str, value: str) -> None:
-    agent = make_agent("act", env, NoLLM())
+    agent = agent_prompt("act", env)
     call = ToolCall(name="search_restaurant", arguments={"food": value}, id="c1")
     messages = [user("hello"), assistant(None, [call]), tool_result("c1", "[]"), assistant(text.strip())]
-    rendered = render_messages(agent, messages)
-    assert agent.read(Completion(text=rendered[1].content)).calls[0].call.arguments == {"food": value}
-    assert agent.read(Completion(text=rendered[-1].content)).reply == text.strip()
+    rendered = agent.render(messages)
+    assert agent.protocol.parse(Completion(text=rendered[1].content)).calls[0].call.arguments == {"food": value}
+    assert agent.protocol.parse(Completion(text=rendered[-1].content)).reply == text.strip()
