@@ -22,6 +22,17 @@ _ADDRESS = {
     "zip": (_STR, "Five-digit zip code, e.g. '12345'."),
 }
 
+
+def _swap(verb: str) -> dict[str, tuple[dict[str, Any], str]]:
+    """The arguments of an item swap (modify a pending order's items, exchange a delivered order's)."""
+    return {
+        "order_id": _ORDER_ID,
+        "item_ids": (_IDS, f"Item ids to {verb}; an id may repeat if the order holds it several times."),
+        "new_item_ids": (_IDS, "The new item ids, in the same order and of the same products as item_ids."),
+        "payment_method_id": (_METHOD_ID[0], "Payment method that pays or receives the price difference."),
+    }
+
+
 SCHEMAS: list[dict[str, Any]] = [
     _fn(
         "find_user_id_by_email",
@@ -83,12 +94,7 @@ SCHEMAS: list[dict[str, Any]] = [
         "modify_pending_order_items",
         "Replace items of a pending order with other available options of the same products. Allowed once per "
         "order, so collect every item to change first and get the user's confirmation.",
-        {
-            "order_id": _ORDER_ID,
-            "item_ids": (_IDS, "Item ids to replace; an id may repeat if the order holds it several times."),
-            "new_item_ids": (_IDS, "The new item ids, in the same order and of the same products as item_ids."),
-            "payment_method_id": (_METHOD_ID[0], "Payment method that pays or receives the price difference."),
-        },
+        _swap("replace"),
     ),
     _fn(
         "return_delivered_order_items",
@@ -104,12 +110,7 @@ SCHEMAS: list[dict[str, Any]] = [
         "exchange_delivered_order_items",
         "Request an exchange of items of a delivered order for other available options of the same products. "
         "Allowed once per order, so collect every item to exchange first and get the user's confirmation.",
-        {
-            "order_id": _ORDER_ID,
-            "item_ids": (_IDS, "Item ids to exchange; an id may repeat if the order holds it several times."),
-            "new_item_ids": (_IDS, "The new item ids, in the same order and of the same products as item_ids."),
-            "payment_method_id": (_METHOD_ID[0], "Payment method that pays or receives the price difference."),
-        },
+        _swap("exchange"),
     ),
     _fn(
         "modify_user_address",

@@ -130,8 +130,10 @@ def _swap_checks(
     payment_method_id: str,
     *,
     rounded: bool,
+    pays_for: str,
 ) -> tuple[float, Record] | str:
-    """The item-swap preconditions shared by modify and exchange: (price difference, payment method) or an error.
+    """The item-swap preconditions shared by modify and exchange: (price difference, payment method) or an error;
+    a gift card must cover the difference (``pays_for`` names it in the error).
 
     Exchange rounds the difference to cents before its balance check; modify does not (a tau-bench quirk)."""
     if (missing := _missing_item(order, item_ids)) is not None:
@@ -144,7 +146,10 @@ def _swap_checks(
     method = _payment_method(data, order, payment_method_id)
     if method is None:
         return "Error: payment method not found"
-    return (round(diff, 2) if rounded else diff), method
+    diff = round(diff, 2) if rounded else diff
+    if method["source"] == "gift_card" and method["balance"] < diff:
+        return f"Error: insufficient gift card balance to pay for {pays_for}"
+    return diff, method
 
 
 def modify_pending_order_items(
@@ -154,12 +159,12 @@ def modify_pending_order_items(
     order = _order_in(data, order_id, "pending", "modified")
     if isinstance(order, str):
         return order
-    checked = _swap_checks(data, order, item_ids, new_item_ids, payment_method_id, rounded=False)
+    checked = _swap_checks(
+        data, order, item_ids, new_item_ids, payment_method_id, rounded=False, pays_for="the new item"
+    )
     if isinstance(checked, str):
         return checked
     diff, method = checked
-    if method["source"] == "gift_card" and method["balance"] < diff:
-        return "Error: insufficient gift card balance to pay for the new item"
     if method["source"] == "gift_card":
         _adjust_gift_card(data, order["user_id"], payment_method_id, -diff)
     order = data.writable_order(order_id)
@@ -206,12 +211,12 @@ def exchange_delivered_order_items(
     order = _order_in(data, order_id, "delivered", "exchanged")
     if isinstance(order, str):
         return order
-    checked = _swap_checks(data, order, item_ids, new_item_ids, payment_method_id, rounded=True)
+    checked = _swap_checks(
+        data, order, item_ids, new_item_ids, payment_method_id, rounded=True, pays_for="the price difference"
+    )
     if isinstance(checked, str):
         return checked
-    diff, method = checked
-    if method["source"] == "gift_card" and method["balance"] < diff:
-        return "Error: insufficient gift card balance to pay for the price difference"
+    diff, _ = checked
     order = data.writable_order(order_id)
     order["status"] = "exchange requested"
     order["exchange_items"] = sorted(item_ids)
