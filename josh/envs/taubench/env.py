@@ -66,7 +66,7 @@ class TauBenchEnv(ABC):
     def reset(self, task: Task) -> Any:
         if task.env != self.name:
             raise ValueError(f"task {task.id} belongs to env {task.env!r}, not {self.name!r}")
-        return self.state_type(task, self.db)  # type: ignore[call-arg]
+        return self.state_type(task, self.db)
 
     def call(self, state: Any, call: ToolCall) -> ToolResult:
         """Run one tool call on ``state``; bad calls come back as error results and change nothing."""
