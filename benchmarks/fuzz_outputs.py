@@ -39,6 +39,7 @@ from josh.agents.parsing import Parsed
 from josh.conversation import ConversationRecord
 from josh.envs.base import Env
 from josh.envs.retail import RetailEnv
+from josh.envs.toolwoz.agenda import AgendaUser
 from josh.envs.toolwoz.data import load_toolwoz
 from josh.envs.toolwoz.env import ToolWOZEnv
 from josh.jsonl import JsonlWriter, read_models
@@ -46,7 +47,6 @@ from josh.llm.base import Completion, Sampling
 from josh.llm.scripted import ScriptedLLM
 from josh.tree import Node, Tree
 from josh.types import ErrorCategory, Message, Task, ToolCall, user
-from josh.users.agenda import AgendaUser
 
 DEFAULT_RETAIL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "taubench" / "retail"
 SMALL = 64 * 1024
@@ -251,7 +251,7 @@ class Pipeline:
         """One agent turn on the output; every failure in it (the protocol's, the environment's) is counted, and
         counted as categorised when the turn carries its category."""
         turn = self.loop.run_until_complete(agent.turn([user("hi")], env.reset(task), n=1))[0]
-        parsed: Parsed = agent.read(self.current)
+        parsed: Parsed = agent.protocol.parse(self.current, max_calls=agent.config.max_calls_per_generation)
         events = [(parsed.error is not None, parsed.error), (parsed.repaired, ErrorCategory.UNSTORABLE)]
         events += [(_refused(env, call.content), call.error) for call in turn.state.log]
         for failed, category in events:

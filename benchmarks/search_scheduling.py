@@ -26,7 +26,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from josh.agents.base import AgentTurn
+from josh.agents.base import AgentTurn, PromptFrame
 from josh.envs.base import ConversationState
 from josh.llm.base import LLM, Completion
 from josh.llm.scripted import ScriptedLLM
@@ -66,6 +66,9 @@ class BenchAgent:
     def __init__(self, llm: Any, goal_chance: float) -> None:
         self.llm = llm
         self.goal_chance = goal_chance
+
+    def frame(self, task: Task) -> PromptFrame:
+        return PromptFrame()
 
     async def turn(self, history: list[Message], state: ConversationState, *, n: int = 1) -> list[AgentTurn]:
         completions = await self.llm.chat(history, n=n)
@@ -107,7 +110,7 @@ def make_tasks(n: int) -> list[Task]:
         tasks = []
     if len(tasks) < n:
         tasks += [
-            Task(id=f"synthetic{i}", goals=[Goal(name=f"g{g}") for g in range(1 + i % 3)])
+            Task(env="synthetic", id=f"synthetic{i}", goals=[Goal(name=f"g{g}") for g in range(1 + i % 3)])
             for i in range(n - len(tasks))
         ]
     return [t for t in tasks if t.goals][:n]

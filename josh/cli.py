@@ -35,7 +35,7 @@ AGENT_OPTION = typer.Option(
     None,
     "--agent-option",
     help="prompted agent setting KEY=VALUE, repeatable: constrain=true, examples=2, examples_as_turns=true, "
-    "max_generations=2 (see josh.agents.loop.AgentConfig)",
+    "max_generations=2 (see josh.agents.prompted.AgentConfig)",
 )
 
 

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import time
-import traceback
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from josh.agents.base import Agent
+from josh.agents.base import Agent, AgentTurn
 from josh.diagnostics import Diagnosis, diagnose_conversation
 from josh.envs.base import ConversationState, Env
-from josh.types import ErrorCategory, Message, Task, assistant, user
-from josh.users.base import UserSimulator
+from josh.step import agent_step, spoken, user_step
+from josh.types import ErrorCategory, Message, Task, user
+from josh.users.base import UserSimulator, UserTurn
 
 EndReason = Literal["user_done", "max_turns", "terminated", "agent_error", "user_error"]
 
@@ -48,10 +48,10 @@ class _Tally:
     def __init__(self) -> None:
         self.llm_calls = self.prompt_tokens = self.completion_tokens = 0
 
-    def add(self, turn: object) -> None:
-        self.llm_calls += getattr(turn, "llm_calls", 0)
-        self.prompt_tokens += getattr(turn, "prompt_tokens", 0)
-        self.completion_tokens += getattr(turn, "completion_tokens", 0)
+    def add(self, turn: AgentTurn | UserTurn) -> None:
+        self.llm_calls += turn.llm_calls
+        self.prompt_tokens += turn.prompt_tokens
+        self.completion_tokens += turn.completion_tokens
 
 
 async def run_conversation(
@@ -59,10 +59,9 @@ async def run_conversation(
 ) -> ConversationRecord:
     """Alternate user and agent turns until the user ends, the env terminates, or ``max_turns`` agent turns.
 
-    Failures never escape: an agent or user exception ends the conversation with its traceback recorded, and the
-    reward is scored on the state reached so far. A user simulator that fails (raises, or gives up with an
-    ``error`` such as a failed LLM call) ends it as ``user_error`` with ``ErrorCategory.USER_ERROR``: the
-    simulator's failure, kept apart from the agent's errors.
+    Failures never escape (``josh.step``): a failing agent ends the conversation as ``agent_error``, a failing user
+    simulator as ``user_error`` with ``ErrorCategory.USER_ERROR``, and the reward is scored on the state reached so
+    far.
     """
     start = time.perf_counter()
     state: ConversationState = env.reset(task)
@@ -74,35 +73,30 @@ async def run_conversation(
     error: str | None = None
     end: EndReason = "max_turns"
     while True:
-        try:
-            said = await user_sim.reply(task, transcript)
-        except Exception:
-            error, end = traceback.format_exc(limit=5), "user_error"
-            errors.append(ErrorCategory.USER_ERROR)
+        answer = await user_step(user_sim, task, transcript)
+        tally.add(answer.said)
+        errors.extend(answer.errors)
+        if answer.failure:
+            error, end = answer.failure, "user_error"
             break
-        tally.add(said)
-        if said.error:
-            error, end = f"user simulator: {said.error}", "user_error"
-            errors.append(ErrorCategory.USER_ERROR)
+        if answer.said.text:
+            history.append(user(answer.said.text))
+            transcript.append(user(answer.said.text))
+        if answer.said.done or turns >= max_turns:
+            end = "user_done" if answer.said.done else "max_turns"
             break
-        if said.text:
-            history.append(user(said.text))
-            transcript.append(user(said.text))
-        if said.done or turns >= max_turns:
-            end = "user_done" if said.done else "max_turns"
+        step = await agent_step(agent, history, state)
+        if step.failure:
+            error, end = step.failure, "agent_error"
+            errors.extend(step.errors)
             break
-        try:
-            turn = (await agent.turn(history, state, n=1))[0]
-        except Exception:
-            error, end = traceback.format_exc(limit=5), "agent_error"
-            break
+        turn = step.turns[0]
         turns += 1
         tally.add(turn)
         state = turn.state
         history.extend(turn.messages)
         errors.extend(turn.errors)
-        if turn.reply is not None:
-            transcript.append(assistant(turn.reply))
+        transcript.extend(spoken(turn))
         if state.terminated:
             end = "terminated"
             break

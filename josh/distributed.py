@@ -16,27 +16,14 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from josh.components import ComponentOptions, Components, build_components, build_env, preflight
-from josh.jsonl import JsonlWriter
-from josh.rollout import (
-    TREES_FILE,
-    RolloutOptions,
-    RunStats,
-    _Display,
-    _pending,
-    _search_task,
-    earlier_wall_s,
-    finished_ids,
-    write_stats,
-)
+from josh.rollout import RolloutOptions, RolloutSession, RunStats, search_task
 from josh.search import SearchConfig
 from josh.tree import Tree
 from josh.types import Task
@@ -83,7 +70,7 @@ class RolloutWorker:
 
     async def search(self, task: Task) -> str:
         """The task's tree as a ``trees.jsonl`` line."""
-        tree = await _search_task(task, self.env, self.agent, self.user, self.search_config)
+        tree = await search_task(task, self.env, self.agent, self.user, self.search_config)
         return tree.model_dump_json()
 
 
@@ -223,44 +210,29 @@ def rollout_on_ray(
     the options (default ``build_components``); it is pickled to the actors, so it must be importable there or
     defined in ``__main__``. ``options.rollout.concurrency`` is the number of tasks in flight per actor."""
     ray = import_ray()
-    out = Path(options.out)
-    out.mkdir(parents=True, exist_ok=True)
-    trees_path = out / TREES_FILE
     comps = options.components
     if tasks is None:
         tasks = build_env(comps.env, comps.data).tasks(comps.split)[: comps.limit]
-    tasks = list(tasks)
-    done = finished_ids(trees_path)
-    todo = _pending(tasks, done)
-    skipped = len({t.id for t in tasks} & done)
-    earlier_s = earlier_wall_s(out) if done else 0.0
-    start = time.perf_counter()
-    run = comps.run_info()
-    if not todo:
-        return write_stats(out, start, skipped, earlier_s, run)
+    session = RolloutSession(tasks, options.out, progress=progress, on_tree=on_tree, run=comps.run_info())
+    if not session.todo:
+        return session.finish()
     preflight(comps)
     started = _connect(ray, ray_options.address)
     pool = None
     try:
         _check_resources(ray, ray_options)
-        display = _Display(len(todo), progress)
-        pool = ActorPool(ray, ray_options, comps, options.rollout.search, factory, display.progress.console.print)
+        pool = ActorPool(ray, ray_options, comps, options.rollout.search, factory, session.console.print)
         hosts = pool.wait_ready()
         if progress:
-            display.progress.console.print(
-                f"{len(hosts)} Ray actors on {len({h.split(':')[0] for h in hosts})} node(s)"
-            )
-        with JsonlWriter(trees_path) as writer, display.progress:
-            for result in pool.run(todo, options.rollout.concurrency):
+            session.console.print(f"{len(hosts)} Ray actors on {len({h.split(':')[0] for h in hosts})} node(s)")
+        with session.recording():
+            for result in pool.run(session.todo, options.rollout.concurrency):
                 tree = result if isinstance(result, Tree) else Tree.model_validate_json(result)
-                writer.write(result)
-                display.add(tree)
-                if on_tree is not None:
-                    on_tree(tree)
+                session.record(tree, None if isinstance(result, Tree) else result)
     finally:
         if pool is not None:
             pool.close()
         if started:
             ray.shutdown()
-        stats = write_stats(out, start, skipped, earlier_s, run)
+        stats = session.finish()
     return stats

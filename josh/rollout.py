@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -136,12 +137,6 @@ def write_stats(out: Path, start: float, skipped: int, earlier_s: float = 0.0, r
     return stats
 
 
-def _system_prompt(agent: Agent, task: Task) -> str | None:
-    """The agent's system prompt for a task, when the agent exposes one (``system_prompt(task)``)."""
-    build = getattr(agent, "system_prompt", None)
-    return build(task) if callable(build) else None
-
-
 class _Display:
     """A rich progress bar with running goal, call and token counts (or nothing when disabled)."""
 
@@ -173,18 +168,68 @@ class _Display:
         )
 
 
-async def _search_task(task: Task, env: Env, agent: Agent, user_sim: UserSimulator, config: SearchConfig) -> Tree:
+async def search_task(task: Task, env: Env, agent: Agent, user_sim: UserSimulator, config: SearchConfig) -> Tree:
     """Search one task; a failure outside the agent and user (a bug) is recorded as a failed task."""
     start = time.perf_counter()
     try:
-        system = _system_prompt(agent, task)
-        preamble = agent.preamble() if hasattr(agent, "preamble") else None
-        return await search(task, env, agent, user_sim, config, system=system, preamble=preamble)
+        return await search(task, env, agent, user_sim, config)
     except Exception as exc:  # one broken task must not stop a long run
         tree = Tree(task_id=task.id, goals=list(task.goals), n_goals=len(task.goals), config=config.model_dump())
         tree.error = f"search failed: {type(exc).__name__}: {exc}"
         tree.stats.wall_s = round(time.perf_counter() - start, 4)
         return tree
+
+
+class RolloutSession:
+    """One session of a rollout run, whoever searches the tasks (this process, or Ray actors in
+    ``josh.distributed``): the tasks still to search (``todo``: not in ``trees.jsonl`` yet, duplicates once), the
+    progress bar, each finished tree appended to ``trees.jsonl`` (``record``, inside ``recording()``) and
+    ``stats.json`` over the whole file (``finish``), with the wall time of the earlier sessions added."""
+
+    def __init__(
+        self,
+        tasks: Iterable[Task],
+        out_dir: str | Path,
+        *,
+        progress: bool = True,
+        on_tree: Callable[[Tree], Any] | None = None,
+        run: RunInfo | None = None,
+    ) -> None:
+        self.out = Path(out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        tasks = list(tasks)
+        done = finished_ids(self.out / TREES_FILE)
+        self.todo = _pending(tasks, done)
+        self.skipped = len({t.id for t in tasks} & done)
+        self.earlier_s = earlier_wall_s(self.out) if done else 0.0
+        self.start = time.perf_counter()
+        self.on_tree, self.run = on_tree, run
+        self.display = _Display(len(self.todo), progress)
+        self.console = self.display.progress.console
+        self._writer: JsonlWriter | None = None
+
+    @contextmanager
+    def recording(self) -> Iterator[None]:
+        """``trees.jsonl`` open for ``record`` and the progress bar shown."""
+        with JsonlWriter(self.out / TREES_FILE) as writer, self.display.progress:
+            self._writer = writer
+            try:
+                yield
+            finally:
+                self._writer = None
+
+    def record(self, tree: Tree, line: str | None = None) -> None:
+        """Append a finished tree (``line``: its JSON as it arrived, when it came as text) and show it."""
+        if self._writer is None:
+            raise RuntimeError("record() needs the session's recording() to be open")
+        self._writer.write(tree if line is None else line)
+        self.display.add(tree)
+        if self.on_tree is not None:
+            self.on_tree(tree)
+
+    def finish(self) -> RunStats:
+        """Write ``stats.json`` over every tree of the run (call it however the session ended)."""
+        return write_stats(self.out, self.start, self.skipped, self.earlier_s, self.run)
 
 
 def _pending(tasks: Iterable[Task], done: set[str]) -> list[Task]:
@@ -218,31 +263,20 @@ async def run_rollouts(
     tasks = list(tasks)
     if not tasks:
         raise ValueError("no tasks to search: the task list is empty")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    trees_path = out / TREES_FILE
-    done = finished_ids(trees_path)
-    todo = _pending(tasks, done)
-    skipped = len({t.id for t in tasks} & done)
-    earlier_s = earlier_wall_s(out) if done else 0.0
-    start = time.perf_counter()
+    session = RolloutSession(tasks, out_dir, progress=progress, on_tree=on_tree, run=run)
     limit = asyncio.Semaphore(config.concurrency)
-    display = _Display(len(todo), progress)
 
-    async def one(task: Task, writer: JsonlWriter) -> None:
+    async def one(task: Task) -> None:
         async with limit:
-            tree = await _search_task(task, env, agent, user_sim, config.search)
+            tree = await search_task(task, env, agent, user_sim, config.search)
         if guard is not None:
             guard()
-        writer.write(tree)
-        display.add(tree)
-        if on_tree is not None:
-            on_tree(tree)
+        session.record(tree)
 
     with terminate_like_interrupt():
         try:
-            with JsonlWriter(trees_path) as writer, display.progress:
-                jobs = [asyncio.ensure_future(one(task, writer)) for task in todo]
+            with session.recording():
+                jobs = [asyncio.ensure_future(one(task)) for task in session.todo]
                 try:
                     await asyncio.gather(*jobs)
                 finally:
@@ -250,7 +284,7 @@ async def run_rollouts(
                         job.cancel()
                     await asyncio.gather(*jobs, return_exceptions=True)
         finally:
-            stats = write_stats(out, start, skipped, earlier_s, run)
+            stats = session.finish()
     return stats
 
 

@@ -13,8 +13,8 @@ One step of the search:
    whose environment state terminated, has ended.
 
 The search stops when every goal is met, no live leaf remains, or ``max_depth`` agent turns were taken. Failures
-never escape: an agent or user exception kills that leaf (a ``dead`` node recording the exception) and the search
-goes on with the others; a user-simulator failure is marked ``ErrorCategory.USER_ERROR`` on the node it ended.
+never escape (``josh.step``): an agent or user failure kills that leaf (a ``dead`` node recording why) and the
+search goes on with the others; a user-simulator failure is marked ``ErrorCategory.USER_ERROR`` on the node it ended.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from pydantic import BaseModel, Field
 from josh.agents.base import Agent, AgentTurn
 from josh.diagnostics import classify, goal_tools_of
 from josh.envs.base import ConversationState, Env
-from josh.llm.base import LLMError
+from josh.step import agent_step, user_step
 from josh.tree import Node, Tree, TreeStats, chain_messages, transcript_of
-from josh.types import ErrorCategory, Message, Task
+from josh.types import Task
 from josh.users.base import UserSimulator
 
 
@@ -49,11 +49,6 @@ class _Leaf:
 
     node: Node
     state: ConversationState
-
-
-def _failure(exc: BaseException) -> tuple[str, list[ErrorCategory]]:
-    text = f"{type(exc).__name__}: {exc}"
-    return text, [ErrorCategory.LLM_ERROR] if isinstance(exc, LLMError) else []
 
 
 class _Search:
@@ -99,18 +94,13 @@ class _Search:
     async def _expand(self, leaf: _Leaf, k: int) -> list[_Leaf]:
         """Sample ``k`` agent turns from one leaf; a failed call leaves one dead child recording why."""
         parent = leaf.node
-        history = chain_messages(self._lineage(parent))
-        try:
-            turns = await self.agent.turn(history, leaf.state, n=k)
-        except Exception as exc:  # an agent bug or a backend failure kills this leaf, never the search
-            text, errors = _failure(exc)
-            self._new_node(parent=parent.id, depth=parent.depth + 1, dead=True, exception=text, errors=errors)
-            return []
-        if not turns:
-            self._new_node(parent=parent.id, depth=parent.depth + 1, dead=True, exception="agent returned no turns")
+        step = await agent_step(self.agent, chain_messages(self._lineage(parent)), leaf.state, k)
+        if step.failure:
+            depth = parent.depth + 1
+            self._new_node(parent=parent.id, depth=depth, dead=True, exception=step.failure, errors=step.errors)
             return []
         made = len(leaf.state.log)
-        return [_Leaf(self._turn_node(parent, turn, made), turn.state) for turn in turns[:k]]
+        return [_Leaf(self._turn_node(parent, turn, made), turn.state) for turn in step.turns]
 
     def _turn_node(self, parent: Node, turn: AgentTurn, made: int) -> Node:
         """The node of one sampled turn; ``made`` calls were in the log before it (their verdicts are the parent's)."""
@@ -163,22 +153,17 @@ class _Search:
         if leaf.state.terminated:
             node.ended = True
             return False
-        try:
-            said = await self.user_sim.reply(self.task, transcript_of(self._lineage(node)))
-        except Exception as exc:  # a user-simulator failure ends this branch only
-            node.dead, node.exception = True, f"user simulator: {type(exc).__name__}: {exc}"
-            node.errors.append(ErrorCategory.USER_ERROR)
+        answer = await user_step(self.user_sim, self.task, transcript_of(self._lineage(node)))
+        node.user_llm_calls += answer.said.llm_calls
+        node.prompt_tokens += answer.said.prompt_tokens
+        node.completion_tokens += answer.said.completion_tokens
+        node.errors.extend(answer.errors)
+        if answer.failure:
+            node.dead, node.exception = True, answer.failure
             return False
-        node.user_llm_calls += said.llm_calls
-        node.prompt_tokens += said.prompt_tokens
-        node.completion_tokens += said.completion_tokens
-        if getattr(said, "error", None):
-            node.dead, node.exception = True, f"user simulator: {said.error}"
-            node.errors.append(ErrorCategory.USER_ERROR)
-            return False
-        node.user, node.user_done = said.text, said.done
-        node.ended = said.done
-        return not said.done
+        node.user, node.user_done = answer.said.text, answer.said.done
+        node.ended = answer.said.done
+        return not answer.said.done
 
 
 def _stats(nodes: list[Node], wall_s: float) -> TreeStats:
@@ -192,37 +177,28 @@ def _stats(nodes: list[Node], wall_s: float) -> TreeStats:
     )
 
 
-def _tools_seen(agent: Agent, env: Env) -> list[dict[str, Any]]:
-    """The tool schemas the agent's model is given: a prompted agent's ``llm_tools`` (none for text protocols such
-    as react and act, which describe tools inside the system prompt), else the environment's tools."""
-    if hasattr(agent, "llm_tools"):
-        return list(agent.llm_tools or [])
-    return list(getattr(env, "tools", []) or [])
-
-
 async def search(
     task: Task,
     env: Env,
     agent: Agent,
     user_sim: UserSimulator,
     config: SearchConfig | None = None,
-    *,
-    system: str | None = None,
-    preamble: list[Message] | None = None,
 ) -> Tree:
     """Run the JOSH search on one task and return its tree; never raises for agent, user or task failures.
 
-    ``system`` is the system prompt the agent uses and ``preamble`` the messages it puts after it, stored in the tree
-    so extraction can put them first."""
+    The agent's frame (system prompt, preamble, tools, protocol) is stored in the tree so extraction can put it
+    first and the viewer can read the turns."""
     config = config or SearchConfig()
     start = time.perf_counter()
+    frame = agent.frame(task)
     tree = Tree(
         task_id=task.id,
         goals=list(task.goals),
         n_goals=len(task.goals),
-        system=system,
-        preamble=list(preamble or []),
-        tools=_tools_seen(agent, env),
+        system=frame.system,
+        preamble=frame.preamble,
+        tools=frame.tools,
+        protocol=frame.protocol,
         config=config.model_dump(),
     )
     if not task.goals:

@@ -20,7 +20,7 @@ from rich.console import Console
 
 from josh.components import ComponentOptions, Components, build_components, build_env
 from josh.envs.base import Env
-from josh.llm.base import LLMError, Sampling
+from josh.llm.base import Sampling
 from josh.loop_result import Evaluated, LoopResult
 from josh.manifest import run_stage, stage_done
 from josh.recipes import LoopRecipe, RecipeError, TrainRecipe
@@ -56,13 +56,6 @@ def build_with_options(options: ComponentOptions, agent_options: dict[str, Any])
     if agent_options and options.agent not in LLM_FREE_AGENTS:
         built.agent = make_agent(options.agent, built.env, built.agent.llm, **agent_options)
     return built
-
-
-class _NoLLM:
-    """Stands in for a backend where an agent is only asked for its prompt and protocol, never to generate."""
-
-    async def chat(self, *args: Any, **kwargs: Any) -> Any:
-        raise LLMError("this agent was built without a backend")
 
 
 class Unfinished(Exception):
@@ -138,9 +131,9 @@ class Stages:
 
     def prompt_agent(self) -> Any:
         """The agent as it is prompted, without a backend (for its system prompt, protocol and tools)."""
-        from josh.agents import make_agent
+        from josh.agents import agent_prompt
 
-        return make_agent(self.recipe.setup.agent, self.env, _NoLLM(), **self.recipe.setup.agent_options)
+        return agent_prompt(self.recipe.setup.agent, self.env, **self.recipe.setup.agent_options)
 
     @staticmethod
     def _close(built: Components) -> None:

@@ -67,7 +67,8 @@ class Tree(BaseModel):
 
     ``system`` is the system prompt the agent put in front of every request, ``preamble`` the messages it put
     between that prompt and the conversation (worked examples as chat turns) and ``tools`` the tool schemas it was
-    offered; extraction puts all three into the training rows. ``error`` is set only when the task could not be searched
+    offered; extraction puts all three into the training rows. ``protocol`` names the agent's output protocol
+    (``None`` for a scripted agent, and in runs older than the field); the viewer reads the turns with it. ``error`` is set only when the task could not be searched
     at all (e.g. it has no goals or the environment rejected it).
     """
 
@@ -80,6 +81,7 @@ class Tree(BaseModel):
     system: str | None = None
     preamble: list[Message] = Field(default_factory=list)
     tools: list[dict[str, Any]] = Field(default_factory=list)
+    protocol: str | None = None
     config: dict[str, Any] = Field(default_factory=dict)
     nodes: list[Node] = Field(default_factory=list)
     stats: TreeStats = Field(default_factory=TreeStats)

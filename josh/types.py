@@ -179,12 +179,13 @@ class Goal(BaseModel):
 class Task(BaseModel):
     """One conversation to run: the user's goal, the goal API calls, and environment-specific details.
 
-    ``details`` holds what only one environment reads (ToolWOZ: per-domain info/book/fail_info/fail_book/reqt and
-    the booked entities; retail: user id, gold actions, required outputs).
+    ``env`` names the environment that plays it (no default: a task never lands in another environment by
+    accident). ``details`` holds what only that environment reads (ToolWOZ: per-domain info/book/fail_info/
+    fail_book/reqt and the booked entities; τ-bench: user id, gold actions, required outputs).
     """
 
     id: str
-    env: str = "toolwoz"
+    env: str
     split: str | None = None
     user_goal: str = ""
     goals: list[Goal] = Field(default_factory=list)

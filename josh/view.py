@@ -2,8 +2,9 @@
 
 A tree page lays out every node (one agent turn and the user's reply) as a tree, root first. Each node carries its
 flags as a colour and a text label (ideal, partial credit, pruned, dead, ended, not scored), the goals it
-completed, its error categories and its LLM calls and tokens; tool calls and their results fold out. ReACT text
-(PLAN / APICALL / SPEAK) is split into its commands. The index page lists every task of a run with links to its
+completed, its error categories and its LLM calls and tokens; tool calls and their results fold out. The turns are
+read with the agent's own protocol (``josh.agents.protocol``): ReACT text is split into its commands, ACT actions
+and observations are paired like native tool calls and their results. The index page lists every task of a run with links to its
 tree page. Pages need no network: CSS and a little JavaScript are inline. All model, user and tool text is
 untrusted: the templates escape everything (jinja2 autoescape) and no data is ever placed inside a script.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 import re
 import webbrowser
@@ -24,9 +24,8 @@ from typing import Any
 import jinja2
 from pydantic import ValidationError
 
-from josh.agents.loop import FEEDBACK_PREFIX
-from josh.agents.parsing import split_commands
-from josh.agents.react import RESULT_PREFIX
+from josh.agents import protocol_named, protocols
+from josh.agents.protocol import AgentProtocol, Step
 from josh.diagnostics import CLASS_LABELS, CallVerdict
 from josh.jsonl import CorruptLineError, iter_jsonl
 from josh.tree import Node, Tree
@@ -36,22 +35,6 @@ TREES_FILE = "trees.jsonl"
 VIEW_DIR = "view"
 INDEX_FILE = "index.html"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-
-
-@dataclass
-class Step:
-    """One readable piece of an agent turn.
-
-    ``kind`` is ``plan``, ``call``, ``speak``, ``result`` (a tool result no call claimed), ``feedback`` (a parse
-    error told to the agent) or ``text`` (anything else the agent wrote)."""
-
-    kind: str
-    body: str = ""
-    name: str = ""
-    arguments: str = ""
-    result: str | None = None
-    verdict: str = ""
-    issues: str = ""
 
 
 @dataclass
@@ -83,88 +66,20 @@ class IndexRow:
     error: str | None = None
 
 
-def _pretty(text: str | None) -> str:
-    """Indent JSON text for reading; anything else is returned unchanged."""
-    if not text:
-        return text or ""
-    stripped = text.strip()
-    if stripped[:1] not in "[{":
-        return text
-    try:
-        return json.dumps(json.loads(stripped), indent=1, ensure_ascii=False)
-    except (json.JSONDecodeError, RecursionError):
-        return text
+def protocol_of(tree: Tree) -> AgentProtocol:
+    """The protocol the tree's agent wrote in. Trees written before it was recorded, and scripted agents' trees,
+    carry none: then a text protocol whose results appear in the tree is taken, else ReACT (which also reads native
+    tool calls)."""
+    if tree.protocol is not None:
+        return protocol_named(tree.protocol)
+    texts = [m.content or "" for n in tree.nodes for m in n.messages if m.role == "user"]
+    found = (p for p in protocols() if p.result_prefix and any(t.startswith(p.result_prefix) for t in texts))
+    return next(found, protocol_named("react"))
 
 
-def _args(arguments: dict[str, Any] | str) -> str:
-    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-
-
-def _react_call(body: str) -> tuple[str, str]:
-    """Name and argument text of an APICALL body (the raw body as arguments when it is not a call object)."""
-    try:
-        obj = json.loads(body)
-    except (json.JSONDecodeError, RecursionError):
-        return "", body
-    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-        return "", body
-    args = obj.get("arguments", obj.get("parameters", {}))
-    return obj["name"], _args(args)
-
-
-def _react_steps(text: str, reply: str | None) -> list[Step]:
-    if reply is not None and text.strip() == reply.strip():
-        return [Step("speak", text)]
-    commands = split_commands(text)
-    if not commands:
-        return [Step("text", text)]
-    steps = [Step("text", text[: commands[0].start].strip())] if text[: commands[0].start].strip() else []
-    for command in commands:
-        if command.kind == "APICALL":
-            name, arguments = _react_call(command.body)
-            steps.append(Step("call", name=name, arguments=arguments, body=command.body))
-        else:
-            steps.append(Step("plan" if command.kind == "PLAN" else "speak", command.body))
-    return steps
-
-
-def _attach_react_results(steps: list[Step], content: str) -> bool:
-    """Give the APICALLs just shown their APIRETURN lines, when there is one line per call."""
-    lines = [ln[len(RESULT_PREFIX) :].strip() for ln in content.splitlines() if ln.startswith(RESULT_PREFIX)]
-    pending = []
-    for step in reversed(steps):
-        if step.kind != "call" or step.result is not None:
-            break
-        pending.append(step)
-    if not pending or len(pending) != len(lines) or len(lines) != len(content.splitlines()):
-        return False
-    for step, line in zip(reversed(pending), lines, strict=True):
-        step.result = _pretty(line)
-    return True
-
-
-def turn_steps(messages: list[Message], reply: str | None) -> list[Step]:
-    """The readable steps of one agent turn: native or ReACT tool calls paired with their results."""
-    steps: list[Step] = []
-    by_call: dict[str, Step] = {}
-    for msg in messages:
-        content = msg.content or ""
-        if msg.role == "assistant":
-            if content.strip():
-                steps.extend(_react_steps(content, reply))
-            for call in msg.tool_calls or ():
-                step = Step("call", name=call.name, arguments=_args(call.arguments))
-                by_call[call.id] = step
-                steps.append(step)
-        elif msg.role == "tool" and msg.tool_call_id in by_call and by_call[msg.tool_call_id].result is None:
-            by_call[msg.tool_call_id].result = _pretty(content)
-        elif content.startswith(FEEDBACK_PREFIX):
-            steps.append(Step("feedback", content))
-        elif not (content.startswith(RESULT_PREFIX) and _attach_react_results(steps, content)):
-            steps.append(Step("result", _pretty(content)))
-    if reply is not None and not any(s.kind == "speak" for s in steps):
-        steps.append(Step("speak", reply))
-    return steps
+def turn_steps(messages: list[Message], reply: str | None, protocol: AgentProtocol | None = None) -> list[Step]:
+    """The readable steps of one agent turn (see ``AgentProtocol.steps``; ReACT when no protocol is given)."""
+    return (protocol or protocol_named("react")).steps(messages, reply)
 
 
 def label_calls(steps: list[Step], verdicts: list[CallVerdict]) -> list[Step]:
@@ -204,10 +119,11 @@ def _goal_label(tree: Tree, index: int) -> str:
 def build_views(tree: Tree) -> list[NodeView]:
     """The node views of ``tree`` as a forest: normally one root; a node whose parent is missing becomes a root
     too, so nothing in a damaged record is hidden. Raises ``ValueError`` for repeated ids or a parent cycle."""
+    protocol = protocol_of(tree)
     views = {
         n.id: NodeView(
             node=n,
-            steps=label_calls(turn_steps(n.messages, n.reply), n.calls),
+            steps=label_calls(protocol.steps(n.messages, n.reply), n.calls),
             status=_status(n, n.parent is None),
             goals=[_goal_label(tree, g) for g in n.goals],
         )

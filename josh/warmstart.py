@@ -3,10 +3,11 @@
 A tiny model cannot follow a tool protocol zero-shot, so JOSH's beam search has nothing to harvest. A few dozen
 scripted demonstrations fix that: the ``oracle`` agent (it knows the goals) talks to a rule-based user on train
 tasks, and every successful conversation is rewritten turn by turn in the protocol of the agent that will be
-trained (``act``, ``react`` or ``function_calling``). Each row is exactly what that agent sees at inference: its
-system prompt for the task, the tools it passes to the backend (none for the text protocols), its action messages
-and its result messages. Every rewritten output is read back with the agent's own parser, and a row whose output
-does not read back as the same call or reply is refused, so the data can never teach a format the agent rejects.
+trained (any registered protocol: ``AgentProtocol.render``). Each row is exactly what that agent sees at
+inference: its system prompt for the task, the tools it passes to the backend (none for the text protocols), its
+action messages and its result messages. Every rewritten output is read back with the protocol's own parser, and a
+row whose output does not read back as the same call or reply is refused, so the data can never teach a format the
+agent rejects.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from josh.agents.rendering import RenderError, render_messages
+from josh.agents.prompted import AgentPrompt
+from josh.agents.protocol import RenderError
 from josh.conversation import ConversationRecord, run_conversation
 from josh.envs.base import Env
 from josh.types import Message, Task, system
@@ -51,10 +53,12 @@ class WarmStartStats(BaseModel):
     mean_reward: float = 0.0
 
 
-def sft_row(agent: Any, task: Task, messages: Sequence[Message]) -> dict[str, Any]:
-    """One TRL conversational SFT row: the agent's system prompt, the rendered turns, the tools it passes."""
-    rendered = [system(agent.system_prompt(task)), *agent.preamble(), *render_messages(agent, messages)]
-    return {"messages": [m.to_openai() for m in rendered], "tools": list(agent.llm_tools or [])}
+def sft_row(prompt: AgentPrompt, task: Task, messages: Sequence[Message]) -> dict[str, Any]:
+    """One TRL conversational SFT row: the agent's system prompt and preamble, the turns rendered in its protocol,
+    the tools it passes to the backend."""
+    frame = prompt.frame(task)
+    rendered = [system(frame.system or ""), *frame.preamble, *prompt.render(list(messages))]
+    return {"messages": [m.to_openai() for m in rendered], "tools": frame.tools}
 
 
 async def scripted_conversations(env: Env, tasks: Sequence[Task], config: WarmStartConfig) -> list[ConversationRecord]:
@@ -70,7 +74,7 @@ async def scripted_conversations(env: Env, tasks: Sequence[Task], config: WarmSt
 
 
 def warm_start(
-    env: Env, tasks: Sequence[Task], agent: Any, out_dir: str | Path, config: WarmStartConfig | None = None
+    env: Env, tasks: Sequence[Task], prompt: AgentPrompt, out_dir: str | Path, config: WarmStartConfig | None = None
 ) -> WarmStartStats:
     """Write ``out_dir/sft.jsonl`` (and ``warmstart_stats.json``) from scripted conversations on ``tasks``."""
     config = config or WarmStartConfig()
@@ -87,7 +91,7 @@ def warm_start(
             stats.below_reward += 1
             continue
         try:
-            rows.append(sft_row(agent, by_id[record.task_id], record.messages))
+            rows.append(sft_row(prompt, by_id[record.task_id], record.messages))
         except RenderError:
             stats.unrenderable += 1
     stats.rows = len(rows)

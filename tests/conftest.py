@@ -17,3 +17,11 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not present")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="module")
+def mini_env():
+    """The ToolWOZ environment over the shipped mini set (built once per test module)."""
+    from josh.components import build_env
+
+    return build_env("toolwoz", "mini")

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from josh.components import build_env
+from josh.envs.toolwoz.agenda import READ_LIMIT, AgendaUser, asked_slots, gives_reference
+from josh.envs.toolwoz.agenda_text import questions_of
 from josh.types import assistant, user
-from josh.users.agenda import READ_LIMIT, AgendaUser, asked_slots, gives_reference
-from josh.users.agenda_text import questions_of
 
 # The rules as the first version wrote them (quadratic on long replies), kept as the reference semantics.
 OLD_QUESTION = re.compile(r"[^.!?]*\?")

@@ -14,7 +14,7 @@ def test_replays_given_utterances_in_order_then_ends() -> None:
     transcript = []
     said = []
     while True:
-        turn = scripted.respond(Task(id="t"), transcript)
+        turn = scripted.respond(Task(env="toolwoz", id="t"), transcript)
         said.append(turn)
         if turn.done:
             break
@@ -24,7 +24,9 @@ def test_replays_given_utterances_in_order_then_ends() -> None:
 
 
 def test_defaults_to_the_original_user_turns() -> None:
-    task = Task(id="t", transcript=[user("hello"), assistant("hi, how can I help?"), user("a train please")])
+    task = Task(
+        env="toolwoz", id="t", transcript=[user("hello"), assistant("hi, how can I help?"), user("a train please")]
+    )
     scripted = ScriptedUser()
     assert scripted.respond(task, []).text == "hello"
     assert scripted.respond(task, [user("hello"), assistant("hi")]).text == "a train please"
@@ -34,12 +36,12 @@ def test_defaults_to_the_original_user_turns() -> None:
 
 def test_counts_user_turns_even_without_agent_replies() -> None:
     scripted = ScriptedUser(utterances=["a", "b", "c"])
-    assert scripted.respond(Task(id="t"), [user("a"), user("b")]).text == "c"
+    assert scripted.respond(Task(env="toolwoz", id="t"), [user("a"), user("b")]).text == "c"
 
 
 def test_bad_input_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="no user turns"):
-        ScriptedUser().respond(Task(id="empty"), [])
+        ScriptedUser().respond(Task(env="toolwoz", id="empty"), [])
     with pytest.raises(ValueError, match="list of strings"):
         ScriptedUser(utterances="just one string")
     with pytest.raises(ValueError, match="list of strings"):
@@ -49,7 +51,7 @@ def test_bad_input_is_a_clear_error() -> None:
 async def test_registered_as_scripted() -> None:
     scripted = make_user("scripted", utterances=["only line"], goodbye="")
     assert isinstance(scripted, ScriptedUser)
-    assert (await scripted.reply(Task(id="t"), [])).text == "only line"
-    assert (await scripted.reply(Task(id="t"), [user("only line")])).done
+    assert (await scripted.reply(Task(env="toolwoz", id="t"), [])).text == "only line"
+    assert (await scripted.reply(Task(env="toolwoz", id="t"), [user("only line")])).done
     with pytest.raises(ValueError):
         make_user("scripted", lines=["x"])

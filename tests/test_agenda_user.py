@@ -6,10 +6,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from josh.envs.toolwoz.agenda import AgendaUser
 from josh.envs.toolwoz.task import DomainGoal, make_task
 from josh.types import Message, Task, assistant, user
 from josh.users import make_user
-from josh.users.agenda import AgendaUser
 from josh.users.base import UserTurn
 
 

@@ -8,7 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from josh.agents.parsing import END_MARKER, parse_act, parse_react, parse_tool_calls, read_call, split_commands
+from josh.agents.act import parse_act
+from josh.agents.function_calling import parse_tool_calls
+from josh.agents.parsing import read_call
+from josh.agents.react import END_MARKER, parse_react, split_commands
 from josh.types import ErrorCategory, ToolCall
 
 MALFORMED = ErrorCategory.MALFORMED

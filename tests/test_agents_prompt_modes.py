@@ -3,9 +3,7 @@
 import pytest
 
 from josh.agents import make_agent
-from josh.agents.loop import example_turns
 from josh.agents.prompting import examples
-from josh.components import build_env
 from josh.extract import ExtractConfig, ExtractStats, extract_rows
 from josh.llm.base import Completion, Sampling
 from josh.search import SearchConfig, search
@@ -25,61 +23,55 @@ class RecordingLLM:
         return [Completion(text=text, completion_tokens=5) for _ in range(n)]
 
 
-@pytest.fixture(scope="module")
-def env():
-    return build_env("toolwoz", "mini")
-
-
 CALL = 'Action: {"name": "search_hotel", "arguments": {"area": "north"}}'
 REPLY = 'Action: {"name": "respond", "arguments": {"content": "Found one."}}'
 
 
 @pytest.mark.parametrize("protocol", ["act", "react", "function_calling"])
-def test_examples_as_turns_read_back_in_the_agents_protocol(env, protocol):
-    agent = make_agent(protocol, env, RecordingLLM([REPLY]), examples=2, examples_as_turns=True)
+def test_examples_as_turns_read_back_in_the_agents_protocol(mini_env, protocol):
+    agent = make_agent(protocol, mini_env, RecordingLLM([REPLY]), examples=2, examples_as_turns=True)
     turns = agent.preamble()
-    assert "Examples:" not in agent.system_prompt(env.tasks("test")[0])
+    assert "Examples:" not in agent.system_prompt(mini_env.tasks("test")[0])
     chosen = examples("toolwoz")[:2]
     assert [m.role for m in turns if m.role == "user"][:1] == ["user"]
     assert turns[0].content == chosen[0].user
-    again = example_turns(agent, chosen)
+    again = agent.protocol.example_turns(chosen)
     assert [(m.role, m.content) for m in turns] == [(m.role, m.content) for m in again]
     spoken = [m for m in turns if m.role == "assistant"]
     assert any(chosen[0].reply in (m.content or "") for m in spoken)
 
 
-def test_examples_in_the_system_prompt_by_default(env):
-    agent = make_agent("act", env, RecordingLLM([REPLY]), examples=2)
+def test_examples_in_the_system_prompt_by_default(mini_env):
+    agent = make_agent("act", mini_env, RecordingLLM([REPLY]), examples=2)
     assert agent.preamble() == []
-    assert "Examples:" in agent.system_prompt(env.tasks("test")[0])
+    assert "Examples:" in agent.system_prompt(mini_env.tasks("test")[0])
 
 
-async def test_requests_carry_the_preamble_and_the_grammar(env):
+async def test_requests_carry_the_preamble_and_the_grammar(mini_env):
     llm = RecordingLLM([CALL, REPLY])
-    agent = make_agent("act", env, llm, examples=1, examples_as_turns=True, constrain=True, sampling=Sampling(seed=1))
-    task = env.tasks("test")[0]
+    agent = make_agent(
+        "act", mini_env, llm, examples=1, examples_as_turns=True, constrain=True, sampling=Sampling(seed=1)
+    )
+    task = mini_env.tasks("test")[0]
     from josh.types import user
 
-    (turn,) = await agent.turn([user("a hotel in the north")], env.reset(task))
+    (turn,) = await agent.turn([user("a hotel in the north")], mini_env.reset(task))
     assert turn.reply == "Found one."
     messages, sampling = llm.requests[0]
     assert messages[1:-1] == agent.preamble()
     assert sampling.grammar and '"search_hotel"' in sampling.grammar and sampling.seed == 1
 
 
-def test_constrain_needs_a_protocol_grammar(env):
+def test_constrain_needs_a_protocol_grammar(mini_env):
     with pytest.raises(ValueError, match="no output grammar"):
-        make_agent("function_calling", env, RecordingLLM([REPLY]), constrain=True)
+        make_agent("function_calling", mini_env, RecordingLLM([REPLY]), constrain=True)
 
 
-async def test_trees_and_sft_rows_hold_the_preamble(env):
-    agent = make_agent("act", env, RecordingLLM([CALL, REPLY]), examples=1, examples_as_turns=True)
-    task = env.tasks("train")[0]
-    tree = await search(
-        task, env, agent, make_user("agenda"), SearchConfig(max_beam=2, branching=1, max_depth=1),
-        system=agent.system_prompt(task), preamble=agent.preamble(),
-    )  # fmt: skip
-    assert tree.preamble == agent.preamble()
+async def test_trees_and_sft_rows_hold_the_preamble(mini_env):
+    agent = make_agent("act", mini_env, RecordingLLM([CALL, REPLY]), examples=1, examples_as_turns=True)
+    task = mini_env.tasks("train")[0]
+    tree = await search(task, mini_env, agent, make_user("agenda"), SearchConfig(max_beam=2, branching=1, max_depth=1))
+    assert tree.preamble == agent.preamble() and tree.system == agent.system_prompt(task) and tree.protocol == "act"
     for node in tree.nodes:
         node.ideal = node.depth <= 1
     tree.reward = 1.0

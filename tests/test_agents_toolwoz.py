@@ -7,7 +7,7 @@ import json
 import pytest
 
 from josh.agents import make_agent
-from josh.agents.parsing import END_MARKER
+from josh.agents.react import END_MARKER
 from josh.envs.toolwoz.data import load_toolwoz
 from josh.envs.toolwoz.env import ToolWOZEnv
 from josh.llm.base import Sampling

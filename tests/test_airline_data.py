@@ -121,15 +121,15 @@ def _reservation(rid: str, **changes: Any) -> dict[str, Any]:
     [
         (
             {"reservations": _reservation("AAA111", cabin="first")},
-            "reservations.json: reservation 'AAA111' is malformed: cabin",
+            "reservations.json: reservation AAA111: cabin",
         ),
         (
             {"reservations": _reservation("BBB222", passengers=[{"first_name": "A"}])},
-            "reservation 'BBB222' is malformed: passengers.0.last_name",
+            "reservation BBB222: passengers.0.last_name",
         ),
         (
             {"reservations": _reservation("AAA111", total_baggages="1")},
-            "reservation 'AAA111' is malformed: total_baggages",
+            "reservation AAA111: total_baggages",
         ),
         (
             {"reservations": _reservation("CCC333", user_id="ghost_9")},
@@ -138,7 +138,7 @@ def _reservation(rid: str, **changes: Any) -> dict[str, Any]:
         ({"reservations": _reservation("CCC333", reservation_id="DDD444")}, "reservation 'CCC333' holds id 'DDD444'"),
         (
             {"users": {**USERS, ANN: {**USERS[ANN], "payment_methods": {"x": {"source": "cash", "id": "x"}}}}},
-            "users.json: user 'ann_lee_1' is malformed",
+            "users.json: user ann_lee_1: payment_methods",
         ),
         ({"flights": [1, 2]}, "flights.json must hold a JSON object"),
     ],

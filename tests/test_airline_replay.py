@@ -12,8 +12,8 @@ from josh.conversation import run_conversation
 from josh.envs.airline import AirlineEnv, details_of
 from josh.envs.airline.tools import WRITE_TOOLS
 from josh.envs.base import ConversationState, Env
+from josh.envs.taubench.user import TauScriptedUser
 from josh.types import Task, ToolCall, assistant, user
-from josh.users.retail_scripted import RetailScriptedUser
 
 # SHA-256 over the 50 gold final-state hashes, in task order. When it was recorded, the full final databases of
 # all 50 gold replays were compared with those of a transcription of the upstream τ-bench tools: all equal.
@@ -55,7 +55,7 @@ def test_gold_replay_is_deterministic_and_every_gold_call_succeeds(env: AirlineE
 
 async def test_replay_agent_with_scripted_user_earns_full_reward(env: AirlineEnv, tasks: list[Task]) -> None:
     for task in tasks:
-        record = await run_conversation(env, task, ReplayAgent.for_task(env, task), RetailScriptedUser())
+        record = await run_conversation(env, task, ReplayAgent.for_task(env, task), TauScriptedUser())
         assert record.reward == 1.0, task.id
         assert record.goal_reward == (1.0 if task.goals else 0.0)
         assert record.end_reason in ("user_done", "terminated")
@@ -64,7 +64,7 @@ async def test_replay_agent_with_scripted_user_earns_full_reward(env: AirlineEnv
 async def test_step_by_step_replay_with_confirmations(env: AirlineEnv, tasks: list[Task]) -> None:
     task = next(t for t in tasks if len(t.goals) >= 3)
     agent = ReplayAgent.for_task(env, task, calls_per_turn=1)
-    record = await run_conversation(env, task, agent, RetailScriptedUser(max_turns=30), max_turns=30)
+    record = await run_conversation(env, task, agent, TauScriptedUser(max_turns=30), max_turns=30)
     assert record.reward == 1.0 and record.turns == len(details_of(task).actions)
 
 
@@ -103,4 +103,4 @@ def test_env_protocol_and_wrong_inputs(env: AirlineEnv) -> None:
     with pytest.raises(ValueError, match="retail"):
         env.reset(Task(id="x", env="retail"))
     with pytest.raises(TypeError, match="AirlineState"):
-        env.call(ConversationState(Task(id="x")), ToolCall(name="think", arguments={"thought": ""}))
+        env.call(ConversationState(Task(env="airline", id="x")), ToolCall(name="think", arguments={"thought": ""}))

@@ -129,7 +129,7 @@ def test_a_missing_vllm_is_one_line_with_the_install_command(args, tmp_path):
 
 def test_a_benchmark_without_its_data_says_how_to_get_it(tmp_path):
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks/retail_replay.py"), str(tmp_path / "retail")],
+        [sys.executable, str(ROOT / "benchmarks/taubench_replay.py"), "retail", str(tmp_path / "retail")],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -23,10 +23,10 @@ from josh.diagnostics import (
     summarize_diagnoses,
 )
 from josh.envs.airline import AirlineEnv
+from josh.envs.taubench.user import TauScriptedUser
 from josh.evaluate import evaluate
 from josh.search import SearchConfig, search
 from josh.types import CallRecord, ErrorCategory, Goal, ToolCall
-from josh.users.retail_scripted import RetailScriptedUser
 from josh.view import render_tree
 from tests.airline_data import write_airline
 
@@ -121,7 +121,7 @@ def airline_calls() -> list[ToolCall]:
 async def test_evaluation_summary_and_records_carry_the_diagnostics(tmp_path: Path) -> None:
     env = AirlineEnv(write_airline(tmp_path / "data"))
     tasks = env.tasks("test")[:1]
-    summary = await evaluate(env, tasks, ReplayAgent(env, airline_calls()), RetailScriptedUser(), tmp_path / "run")
+    summary = await evaluate(env, tasks, ReplayAgent(env, airline_calls()), TauScriptedUser(), tmp_path / "run")
     assert summary.diagnostics is not None
     assert summary.diagnostics.by_tool["cancel_reservation"] == {
         "wrong_arguments": 1,
@@ -141,7 +141,7 @@ async def test_tree_nodes_and_the_view_show_each_calls_class(tmp_path: Path) -> 
     env = AirlineEnv(write_airline(tmp_path / "data"))
     task = env.tasks("test")[0]
     agent = ReplayAgent(env, airline_calls()[:3], calls_per_turn=2)
-    tree = await search(task, env, agent, RetailScriptedUser(), SearchConfig(max_beam=2, branching=1))
+    tree = await search(task, env, agent, TauScriptedUser(), SearchConfig(max_beam=2, branching=1))
     turns = [n for n in tree.nodes if n.calls]
     assert [v.verdict for v in turns[0].calls] == [CallClass.SUPPORT, CallClass.WRONG_ARGUMENTS]
     assert [v.verdict for v in turns[1].calls] == [CallClass.CORRECT]

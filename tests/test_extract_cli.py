@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from josh.cli import app
 from josh.rollout import run_rollouts
-from tests.test_search_fakes import FakeEnv, TableAgent, TableUser, make_task
+from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
 
 
 async def test_extract_command_writes_the_three_files(tmp_path) -> None:

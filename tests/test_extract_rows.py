@@ -10,12 +10,12 @@ from josh.extract import STATS_FILE, ExtractConfig, ExtractStats, extract, extra
 from josh.search import SearchConfig, search
 from josh.tree import Tree
 from josh.types import Message, ToolCall
-from tests.test_search_fakes import FakeEnv, TableAgent, TableUser, make_task
+from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
 
 
 async def grow(goals, n_goals=2, task_id="t0", **agent_kw) -> Tree:
     agent = TableAgent(goals=goals, **agent_kw)
-    return await search(make_task(n_goals, task_id), FakeEnv(), agent, TableUser(), SearchConfig(), system="SYS")
+    return await search(make_task(n_goals, task_id), FakeEnv(), agent, TableUser(), SearchConfig())
 
 
 def contents(messages: list[dict]) -> list[str | None]:

@@ -9,14 +9,14 @@ import random
 from josh.extract import ExtractConfig, ExtractStats, extract_random, extract_rows, random_branch, random_rows
 from josh.search import SearchConfig, search
 from josh.tree import Tree
-from tests.test_search_fakes import FakeEnv, TableAgent, TableUser, make_task
+from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
 
 FULL = {(1,): (0,), (1, 0, 1): (1,)}  # the ideal path is root -> 1 -> 1.0 -> 1.0.1
 
 
 async def grow(goals, task_id: str = "t0", **agent_kw) -> Tree:
     agent = TableAgent(goals=goals, **agent_kw)
-    return await search(make_task(2, task_id), FakeEnv(), agent, TableUser(), SearchConfig(), system="SYS")
+    return await search(make_task(2, task_id), FakeEnv(), agent, TableUser(), SearchConfig())
 
 
 def last_reply(row: dict) -> str:

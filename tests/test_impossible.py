@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from josh.agents.replay import ReplayAgent
 from josh.claims import claims, false_claims, refuses
 from josh.cli import app
+from josh.envs.toolwoz.agenda import AgendaUser
 from josh.envs.toolwoz.env import ToolWOZEnv
 from josh.envs.toolwoz.generator import matches
 from josh.envs.toolwoz.impossible import KINDS, generate_with_impossible, impossible_of, impossible_task
@@ -23,7 +24,6 @@ from josh.envs.toolwoz.mini import make_db
 from josh.envs.toolwoz.task import details_of
 from josh.evaluate import evaluate
 from josh.types import CallRecord, ErrorCategory, Task, ToolCall, assistant
-from josh.users.agenda import AgendaUser
 
 MINI_DB = make_db(0)
 MINI_DIR = Path(__file__).resolve().parents[1] / "envs" / "toolwoz_mini"

@@ -6,8 +6,9 @@ import asyncio
 import pytest
 import torch
 
-from josh.agents.grammar import act_grammar, call_schema, react_grammar
-from josh.agents.parsing import RESPOND_ACTION, parse_act, parse_react
+from josh.agents.act import RESPOND_ACTION, act_grammar, parse_act
+from josh.agents.grammar import call_schema
+from josh.agents.react import parse_react, react_grammar
 from josh.components import build_env
 from josh.llm.base import LLMError, Sampling
 from josh.llm.hf import HFLLM
@@ -67,7 +68,7 @@ def test_grammars_compile_and_reject_nonsense(tools):
     assert grammar_problem(act_grammar(tools)) is None
     assert grammar_problem(react_grammar(tools)) is None
     assert grammar_problem("start: nothing_defined") is not None
-    schema = call_schema(tools)
+    schema = call_schema(tools, respond=RESPOND_ACTION)
     names = [o["properties"]["name"]["const"] for o in schema["anyOf"]]
     assert names[-1] == RESPOND_ACTION and len(names) == len(tools) + 1
     assert all(o["properties"]["arguments"]["additionalProperties"] is False for o in schema["anyOf"])

@@ -14,6 +14,7 @@ from josh.loop import Loop
 from josh.loop_report import load_loop_report
 from josh.recipes import RecipeError
 from josh.seeds import rebuild
+from tests.fakes import Apologetic
 from tests.test_loop_scripted import StubTrainer, builder, merger, recipe
 
 
@@ -99,16 +100,6 @@ def test_rounds_without_tasks_fail_before_any_work(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="round 21 has no rollout tasks"):
         Loop(recipe(tmp_path, rounds=25), trainer=StubTrainer(), builder=builder, progress=False).run()
     assert not (tmp_path / "scripted" / "round-0").exists()
-
-
-class Apologetic:
-    """An agent that never calls a tool: no search it runs is ever rewarded."""
-
-    async def turn(self, history: list[Any], state: Any, *, n: int = 1) -> list[Any]:
-        from josh.agents.base import AgentTurn
-        from josh.types import assistant
-
-        return [AgentTurn(state=state.fork(), messages=[assistant("Sorry.")], reply="Sorry.") for _ in range(n)]
 
 
 def hopeless(options: ComponentOptions, agent_options: dict[str, Any]) -> Components:

@@ -5,25 +5,18 @@ from __future__ import annotations
 import pytest
 
 from josh.agents import make_agent
-from josh.agents.oracle import OracleAgent, UserView
 from josh.envs.base import ConversationState
-from josh.envs.toolwoz.data import load_toolwoz
 from josh.envs.toolwoz.env import ToolWOZEnv
+from josh.envs.toolwoz.oracle import OracleAgent, UserView
 from josh.envs.toolwoz.task import DomainGoal, details_of, make_task
 from josh.types import Message, Task, user
 
 
-@pytest.fixture(scope="module")
-def env() -> ToolWOZEnv:
-    data = load_toolwoz("mini")
-    return ToolWOZEnv(data.db_dir, tasks=data.splits)
+def _pick(mini_env: ToolWOZEnv, want) -> Task:
+    return next(t for t in mini_env.tasks("test") if want(t))
 
 
-def _pick(env: ToolWOZEnv, want) -> Task:
-    return next(t for t in env.tasks("test") if want(t))
-
-
-def _booking_task(env: ToolWOZEnv) -> Task:
+def _booking_task(mini_env: ToolWOZEnv) -> Task:
     """A mini test task whose first domain has a search goal with 2+ constraints and a booking goal."""
 
     def fits(task: Task) -> bool:
@@ -31,7 +24,7 @@ def _booking_task(env: ToolWOZEnv) -> Task:
         first = d.domains[0]
         return first in d.booked and len(d.goal[first].info) >= 2 and not d.goal[first].fail_info
 
-    return _pick(env, fits)
+    return _pick(mini_env, fits)
 
 
 _WANT = {"restaurant": "a restaurant", "hotel": "a place to stay", "attraction": "an attraction", "train": "a train"}
@@ -49,10 +42,10 @@ def _calls(turn) -> list[tuple[str, dict]]:
     return [(c.name, c.arguments) for m in turn.messages for c in m.tool_calls or ()]
 
 
-async def test_turn_runs_on_forks_and_leaves_the_callers_state_alone(env: ToolWOZEnv) -> None:
-    task = _booking_task(env)
-    state = env.reset(task)
-    turns = await OracleAgent(env).turn(_everything_said(task), state, n=3)
+async def test_turn_runs_on_forks_and_leaves_the_callers_state_alone(mini_env: ToolWOZEnv) -> None:
+    task = _booking_task(mini_env)
+    state = mini_env.reset(task)
+    turns = await OracleAgent(mini_env).turn(_everything_said(task), state, n=3)
     assert state.log == [] and state.completed == set()
     assert len({id(t.state) for t in turns} | {id(state)}) == 4
     for turn in turns:
@@ -60,9 +53,9 @@ async def test_turn_runs_on_forks_and_leaves_the_callers_state_alone(env: ToolWO
         assert len(turn.state.log) == 1
 
 
-async def test_messages_use_the_function_calling_format(env: ToolWOZEnv) -> None:
-    task = _booking_task(env)
-    (turn,) = await OracleAgent(env).turn(_everything_said(task), env.reset(task))
+async def test_messages_use_the_function_calling_format(mini_env: ToolWOZEnv) -> None:
+    task = _booking_task(mini_env)
+    (turn,) = await OracleAgent(mini_env).turn(_everything_said(task), mini_env.reset(task))
     call_msg, result_msg, spoken = turn.messages
     assert call_msg.role == "assistant" and call_msg.content is None and len(call_msg.tool_calls) == 1
     assert result_msg.role == "tool" and result_msg.tool_call_id == call_msg.tool_calls[0].id
@@ -71,63 +64,63 @@ async def test_messages_use_the_function_calling_format(env: ToolWOZEnv) -> None
     assert booked["name" if "name" in booked else "trainID"] in turn.reply
 
 
-async def test_asks_for_missing_details_before_searching(env: ToolWOZEnv) -> None:
-    task = _pick(env, lambda t: details_of(t).domains[0] == "restaurant" and len(t.goals[0].parameters) >= 2)
-    (turn,) = await OracleAgent(env).turn([user("I'm looking for a restaurant.")], env.reset(task))
+async def test_asks_for_missing_details_before_searching(mini_env: ToolWOZEnv) -> None:
+    task = _pick(mini_env, lambda t: details_of(t).domains[0] == "restaurant" and len(t.goals[0].parameters) >= 2)
+    (turn,) = await OracleAgent(mini_env).turn([user("I'm looking for a restaurant.")], mini_env.reset(task))
     assert _calls(turn) == [] and turn.reply.endswith("?")
 
 
-async def test_waits_until_a_domain_is_mentioned(env: ToolWOZEnv) -> None:
-    task = _booking_task(env)
-    (turn,) = await OracleAgent(env).turn([user("Hello there!")], env.reset(task))
+async def test_waits_until_a_domain_is_mentioned(mini_env: ToolWOZEnv) -> None:
+    task = _booking_task(mini_env)
+    (turn,) = await OracleAgent(mini_env).turn([user("Hello there!")], mini_env.reset(task))
     assert _calls(turn) == [] and turn.reply
 
 
-async def test_searches_after_asking_once_even_if_details_stay_unsaid(env: ToolWOZEnv) -> None:
-    task = _booking_task(env)
-    agent = OracleAgent(env)
+async def test_searches_after_asking_once_even_if_details_stay_unsaid(mini_env: ToolWOZEnv) -> None:
+    task = _booking_task(mini_env)
+    agent = OracleAgent(mini_env)
     history = [user(f"I need {_WANT[details_of(task).domains[0]]}.")]
-    first = agent.play(history, env.reset(task))
+    first = agent.play(history, mini_env.reset(task))
     history += [*first.messages, user("Whatever you think is best.")]
-    second = agent.play(history, env.reset(task))
+    second = agent.play(history, mini_env.reset(task))
     assert [name for name, _ in _calls(second)] == [task.goals[0].name]
     assert _calls(second)[0][1] == dict(task.goals[0].parameters)
 
 
-async def test_reveal_only_uses_only_values_the_user_said(env: ToolWOZEnv) -> None:
-    task = _pick(env, lambda t: details_of(t).domains[0] == "restaurant" and len(t.goals[0].parameters) >= 2)
+async def test_reveal_only_uses_only_values_the_user_said(mini_env: ToolWOZEnv) -> None:
+    task = _pick(mini_env, lambda t: details_of(t).domains[0] == "restaurant" and len(t.goals[0].parameters) >= 2)
     said_key, said_value = next(iter(task.goals[0].parameters.items()))
-    agent = OracleAgent(env, reveal_only=True)
+    agent = OracleAgent(mini_env, reveal_only=True)
     history = [user(f"I'm looking for a restaurant, {said_value} please.")]
-    first = agent.play(history, env.reset(task))
+    first = agent.play(history, mini_env.reset(task))
     history += [*first.messages, user("No other preferences.")]
-    (name, args), *_ = _calls(agent.play(history, env.reset(task)))
+    (name, args), *_ = _calls(agent.play(history, mini_env.reset(task)))
     assert name == "search_restaurant" and args == {said_key: said_value}
 
 
-async def test_noise_drops_a_constraint_and_siblings_differ_reproducibly(env: ToolWOZEnv) -> None:
-    task = _booking_task(env)
+async def test_noise_drops_a_constraint_and_siblings_differ_reproducibly(mini_env: ToolWOZEnv) -> None:
+    task = _booking_task(mini_env)
     history, goal = _everything_said(task), task.goals[0]
-    always = await OracleAgent(env, noise=1.0).turn(history, env.reset(task), n=2)
+    always = await OracleAgent(mini_env, noise=1.0).turn(history, mini_env.reset(task), n=2)
     for turn in always:
         (_, args), *_ = _calls(turn)
         assert len(args) == len(goal.parameters) - 1 and 0 not in turn.state.completed
-    agent = OracleAgent(env, noise=0.5, seed=3)
-    siblings = await agent.turn(history, env.reset(task), n=8)
-    again = await agent.turn(history, env.reset(task), n=8)
+    agent = OracleAgent(mini_env, noise=0.5, seed=3)
+    siblings = await agent.turn(history, mini_env.reset(task), n=8)
+    again = await agent.turn(history, mini_env.reset(task), n=8)
     outcomes = [tuple(sorted(_calls(t)[0][1])) for t in siblings]
     assert len(set(outcomes)) > 1
     assert outcomes == [tuple(sorted(_calls(t)[0][1])) for t in again]
 
 
-def test_bad_options_and_foreign_tasks_are_clear_errors(env: ToolWOZEnv) -> None:
+def test_bad_options_and_foreign_tasks_are_clear_errors(mini_env: ToolWOZEnv) -> None:
     with pytest.raises(ValueError, match="noise"):
-        OracleAgent(env, noise=1.5)
+        OracleAgent(mini_env, noise=1.5)
     with pytest.raises(ValueError):
-        make_agent("oracle", env, nonsense=True)
-    assert isinstance(make_agent("oracle", env, reveal_only=True), OracleAgent)
+        make_agent("oracle", mini_env, nonsense=True)
+    assert isinstance(make_agent("oracle", mini_env, reveal_only=True), OracleAgent)
     with pytest.raises(ValueError, match="ToolWOZ"):
-        OracleAgent(env).play([user("hi")], ConversationState(Task(id="r1", env="retail")))
+        OracleAgent(mini_env).play([user("hi")], ConversationState(Task(id="r1", env="retail")))
 
 
 def test_focus_is_the_domain_mentioned_last_ignoring_other_domains_names() -> None:

@@ -23,7 +23,7 @@ import logging, sys, warnings
 from josh.quiet import noise_to, terminal
 with noise_to(sys.argv[1]):
     warnings.warn("gradient_checkpointing is deprecated", FutureWarning, stacklevel=1)
-    logging.getLogger("josh.agents.loop").warning("agent LLM call failed: boom")
+    logging.getLogger("josh.agents.prompted").warning("agent LLM call failed: boom")
     handler = logging.StreamHandler()  # created inside the block, like Ray's at `import ray`
     sys.stderr.write("Truncating train dataset: 100%\\n")
     print("still on the terminal", file=terminal())

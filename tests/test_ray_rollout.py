@@ -14,8 +14,8 @@ from josh.cli import app
 from josh.components import ComponentOptions, Components, build_env
 from josh.rollout import STATS_FILE, TREES_FILE, RolloutConfig, RolloutOptions
 from josh.search import SearchConfig
+from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
 from tests.test_ray_serving import vllm_server as vllm_server
-from tests.test_search_fakes import FakeEnv, TableAgent, TableUser, make_task
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow  # a local Ray cluster: ~50 s on 2 cores
@@ -54,7 +54,7 @@ class CrashingAgent(TableAgent):
 def fake_components(options: ComponentOptions, crash_on: tuple[str, ...] = (), marker: str | None = None) -> Components:
     """Built inside each actor: the search fakes, plus the pid in every tree's system prompt."""
     agent = CrashingAgent(set(crash_on), marker)
-    agent.system_prompt = lambda task: f"pid {os.getpid()}"
+    agent.system = f"pid {os.getpid()}"
     return Components(env=FakeEnv(), tasks=[], agent=agent, user=TableUser(), llms=[])
 
 

@@ -9,9 +9,9 @@ import pytest
 from josh.agents.base import Agent
 from josh.agents.replay import DONE_REPLY, ReplayAgent, final_reply, gold_calls
 from josh.envs.base import ConversationState
+from josh.envs.taubench.user import STOP, TauScriptedUser, opening_line
 from josh.types import Goal, Message, Task, ToolCall, ToolResult, assistant, user
 from josh.users.base import UserSimulator
-from josh.users.retail_scripted import STOP, RetailScriptedUser, opening_line
 
 
 class CounterEnv:
@@ -35,7 +35,7 @@ def calls(*names: str) -> list[ToolCall]:
 async def test_replay_agent_makes_calls_on_forks() -> None:
     agent = ReplayAgent(CounterEnv(), calls("add", "add"), reply="done")
     assert isinstance(agent, Agent)
-    state = ConversationState(Task(id="t"))
+    state = ConversationState(Task(env="test", id="t"))
     turns = await agent.turn([], state, n=3)
     assert len(turns) == 3 and state.log == []
     for turn in turns:
@@ -47,7 +47,7 @@ async def test_replay_agent_makes_calls_on_forks() -> None:
 
 async def test_replay_agent_batches_and_resumes_from_history() -> None:
     agent = ReplayAgent(CounterEnv(), calls("add", "add", "add"), calls_per_turn=2)
-    state = ConversationState(Task(id="t"))
+    state = ConversationState(Task(env="test", id="t"))
     first = (await agent.turn([], state))[0]
     assert first.reply is not None and "Do you confirm" in first.reply and len(first.state.log) == 2
     second = (await agent.turn([user("hi"), *first.messages, user("yes")], first.state))[0]
@@ -57,7 +57,11 @@ async def test_replay_agent_batches_and_resumes_from_history() -> None:
 
 
 async def test_replay_agent_stops_when_the_env_terminates() -> None:
-    turn = (await ReplayAgent(CounterEnv(), calls("add", "quit", "add")).turn([], ConversationState(Task(id="t"))))[0]
+    turn = (
+        await ReplayAgent(CounterEnv(), calls("add", "quit", "add")).turn(
+            [], ConversationState(Task(env="test", id="t"))
+        )
+    )[0]
     assert turn.terminated and turn.reply is None and len(turn.state.log) == 1
     assert turn.messages[-1].role == "tool"
 
@@ -68,7 +72,7 @@ def test_gold_calls_from_actions_or_goals() -> None:
     )
     assert gold_calls(retail) == [ToolCall(name="think", arguments={"thought": "x"}, id="gold_0")]
     assert "42" in final_reply(retail)
-    toolwoz = Task(id="w", goals=[Goal(name="book_hotel", parameters={"name": "acorn"})])
+    toolwoz = Task(env="toolwoz", id="w", goals=[Goal(name="book_hotel", parameters={"name": "acorn"})])
     assert gold_calls(toolwoz)[0].arguments == {"name": "acorn"}
     assert final_reply(toolwoz).endswith(".")
 
@@ -79,7 +83,7 @@ async def test_scripted_user_rules() -> None:
         env="retail",
         details={"instruction": "Your name is Ann Lee. You want to cancel order #W1234567. Be terse."},
     )
-    simulator = RetailScriptedUser(max_turns=3)
+    simulator = TauScriptedUser(max_turns=3)
     assert isinstance(simulator, UserSimulator)
     first = await simulator.reply(task, [])
     assert first.text == "Hi! I want to cancel order #W1234567." and not first.done
@@ -89,12 +93,14 @@ async def test_scripted_user_rules() -> None:
     assert (done.text, done.done) == (STOP, True)
     asked = [*history, user("yes"), assistant("Anything else?"), user("yes"), assistant("Really?")]
     assert (await simulator.reply(task, asked)).done
-    assert opening_line(Task(id="empty")) == "Hi! I need help with my order."
+    assert opening_line(Task(env="retail", id="empty")) == "Hi! I need help with my order."
 
 
 async def test_replay_agent_without_calls_replays_each_tasks_gold_calls() -> None:
     task = Task(
-        id="g", details={"actions": [{"name": "add", "kwargs": {}}, {"name": "add", "kwargs": {}}], "outputs": ["7"]}
+        id="g",
+        env="test",
+        details={"actions": [{"name": "add", "kwargs": {}}, {"name": "add", "kwargs": {}}], "outputs": ["7"]},
     )
     turn = (await ReplayAgent(CounterEnv()).turn([], ConversationState(task)))[0]
     assert [r.name for r in turn.state.log] == ["add", "add"] and "7" in turn.reply

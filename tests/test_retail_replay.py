@@ -10,8 +10,8 @@ from josh.conversation import run_conversation
 from josh.envs.base import ConversationState, Env
 from josh.envs.retail import RetailEnv, details_of
 from josh.envs.retail.tools import WRITE_TOOLS
+from josh.envs.taubench.user import TauScriptedUser
 from josh.types import ErrorCategory, Task, ToolCall, assistant, user
-from josh.users.retail_scripted import RetailScriptedUser
 
 # (task id, tool) of the gold writes that fail on the initial data (they change nothing). Train ones lack gift card
 # balance; test 12/13 refund to a non-original PayPal, 64 exchanges an undelivered order, 106 lacks balance.
@@ -79,7 +79,7 @@ async def test_replay_agent_with_scripted_user_earns_full_reward(env: RetailEnv,
     for task in all_tasks:
         if task.id in failing_tasks:
             continue
-        record = await run_conversation(env, task, ReplayAgent.for_task(env, task), RetailScriptedUser())
+        record = await run_conversation(env, task, ReplayAgent.for_task(env, task), TauScriptedUser())
         assert record.reward == 1.0, task.id
         assert record.goal_reward == (1.0 if task.goals else 0.0)
         assert record.end_reason in ("user_done", "terminated")
@@ -88,7 +88,7 @@ async def test_replay_agent_with_scripted_user_earns_full_reward(env: RetailEnv,
 async def test_step_by_step_replay_with_confirmations(env: RetailEnv) -> None:
     task = next(t for t in env.tasks("dev") if len(details_of(t).actions) >= 2)
     agent = ReplayAgent.for_task(env, task, calls_per_turn=1)
-    record = await run_conversation(env, task, agent, RetailScriptedUser(max_turns=20), max_turns=20)
+    record = await run_conversation(env, task, agent, TauScriptedUser(max_turns=20), max_turns=20)
     assert record.reward == 1.0 and record.turns == len(details_of(task).actions)
     said = [m.content for m in record.transcript if m.role == "user"]
     assert said[1:] == ["yes"] * (record.turns - 1) + ["###STOP###"]
@@ -147,4 +147,4 @@ def test_env_protocol_and_wrong_inputs(env: RetailEnv) -> None:
     with pytest.raises(ValueError, match="toolwoz"):
         env.reset(Task(id="x", env="toolwoz"))
     with pytest.raises(TypeError, match="RetailState"):
-        env.call(ConversationState(Task(id="x")), ToolCall(name="think", arguments={"thought": ""}))
+        env.call(ConversationState(Task(env="retail", id="x")), ToolCall(name="think", arguments={"thought": ""}))

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from josh.envs.retail import pass_hat_k
-from josh.envs.retail.reward import outputs_found
+from josh.envs.taubench.reward import outputs_found
 from josh.types import Message, assistant, tool_result, user
 
 

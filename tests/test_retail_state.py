@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from josh.envs.retail import RetailEnv, RetailState
-from josh.envs.retail.state import canonical
+from josh.envs.taubench.state import canonical
 from josh.types import Task, ToolCall
 
 PROBE = Task(id="fork-probe", env="retail", details={"user_id": "", "instruction": ""})
@@ -108,7 +108,7 @@ def test_unchanged_overlay_records_do_not_change_the_hash(env: RetailEnv) -> Non
     empty_hash = state.data_hash()
     user_id, user = next(iter(env.db.users.items()))
     env.call(state, ToolCall(name="modify_user_address", arguments={"user_id": user_id, **user["address"]}))
-    assert state.users and state.data_hash() == empty_hash
+    assert state.overlays["users"] and state.data_hash() == empty_hash
 
 
 def test_shared_database_is_never_mutated(env: RetailEnv, full_snapshot: str) -> None:

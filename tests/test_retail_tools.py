@@ -36,6 +36,11 @@ def call(env: RetailEnv, state: RetailState, name: str, /, **arguments):
     return env.call(state, ToolCall(name=name, arguments=arguments))
 
 
+def swap(env: RetailEnv, state: RetailState, tool: str, order_id: str, old: list, new: list, method: str):
+    """Call an item-swap tool (modify a pending order's items, or exchange a delivered order's)."""
+    return call(env, state, tool, order_id=order_id, item_ids=old, new_item_ids=new, payment_method_id=method)
+
+
 def unchanged(state: RetailState) -> bool:
     return state.changes() == {"users": {}, "orders": {}}
 
@@ -353,17 +358,7 @@ def test_modify_pending_order_items_effects(env: RetailEnv, state: RetailState) 
     order, old_item, new_item, card, diff = gift_card_swap(env, enough=True)
     oid = order["order_id"]
     balance = methods_of(env, order)[card]["balance"]
-    done = json.loads(
-        call(
-            env,
-            state,
-            "modify_pending_order_items",
-            order_id=oid,
-            item_ids=[old_item],
-            new_item_ids=[new_item],
-            payment_method_id=card,
-        ).content
-    )
+    done = json.loads(swap(env, state, "modify_pending_order_items", oid, [old_item], [new_item], card).content)
     assert done["status"] == "pending (item modified)"
     variant = env.db.products[next(i for i in order["items"] if i["item_id"] == old_item)["product_id"]]["variants"][
         new_item
@@ -380,15 +375,7 @@ def test_modify_pending_order_items_effects(env: RetailEnv, state: RetailState) 
         call(env, state, "cancel_pending_order", order_id=oid, reason="no longer needed").content
         == "Error: non-pending order cannot be cancelled"
     )
-    again = call(
-        env,
-        state,
-        "modify_pending_order_items",
-        order_id=oid,
-        item_ids=[new_item],
-        new_item_ids=[old_item],
-        payment_method_id=card,
-    )
+    again = swap(env, state, "modify_pending_order_items", oid, [new_item], [old_item], card)
     assert again.content == "Error: non-pending order cannot be modified"
 
 
@@ -406,14 +393,14 @@ def test_duplicated_items_are_swapped_in_order(env: RetailEnv, state: RetailStat
     dup = next(k for k, c in Counter(i["item_id"] for i in order["items"]).items() if c > 1)
     item = next(i for i in order["items"] if i["item_id"] == dup)
     new = next(v for v, x in env.db.products[item["product_id"]]["variants"].items() if x["available"] and v != dup)
-    result = call(
+    result = swap(
         env,
         state,
         "modify_pending_order_items",
-        order_id=order["order_id"],
-        item_ids=[dup],
-        new_item_ids=[new],
-        payment_method_id=order["payment_history"][0]["payment_method_id"],
+        order["order_id"],
+        [dup],
+        [new],
+        order["payment_history"][0]["payment_method_id"],
     )
     ids = [i["item_id"] for i in json.loads(result.content)["items"]]
     first = [i["item_id"] for i in order["items"]].index(dup)
@@ -484,41 +471,15 @@ def test_exchange_delivered_order_items(env: RetailEnv, state: RetailState) -> N
     method = order["payment_history"][0]["payment_method_id"]
     pending = order_where(env, lambda o: o["status"] == "pending")["order_id"]
     assert (
-        call(
-            env,
-            state,
-            "exchange_delivered_order_items",
-            order_id=pending,
-            item_ids=[old_item],
-            new_item_ids=[new_item],
-            payment_method_id=method,
-        ).content
+        swap(env, state, "exchange_delivered_order_items", pending, [old_item], [new_item], method).content
         == "Error: non-delivered order cannot be exchanged"
     )
     assert (
-        call(
-            env,
-            state,
-            "exchange_delivered_order_items",
-            order_id=oid,
-            item_ids=[old_item],
-            new_item_ids=[new_item, new_item],
-            payment_method_id=method,
-        ).content
+        swap(env, state, "exchange_delivered_order_items", oid, [old_item], [new_item, new_item], method).content
         == "Error: the number of items to be exchanged should match"
     )
     assert unchanged(state)
-    done = json.loads(
-        call(
-            env,
-            state,
-            "exchange_delivered_order_items",
-            order_id=oid,
-            item_ids=[old_item],
-            new_item_ids=[new_item],
-            payment_method_id=method,
-        ).content
-    )
+    done = json.loads(swap(env, state, "exchange_delivered_order_items", oid, [old_item], [new_item], method).content)
     item = next(i for i in order["items"] if i["item_id"] == old_item)
     diff = round(env.db.products[item["product_id"]]["variants"][new_item]["price"] - item["price"], 2)
     assert done["status"] == "exchange requested" and done["exchange_price_difference"] == diff
@@ -538,15 +499,7 @@ def test_exchange_delivered_order_items(env: RetailEnv, state: RetailState) -> N
 
 def test_exchange_needs_a_gift_card_that_covers_the_difference(env: RetailEnv, state: RetailState) -> None:
     order, old_item, new_item, card, _ = gift_card_swap(env, enough=False, status="delivered")
-    result = call(
-        env,
-        state,
-        "exchange_delivered_order_items",
-        order_id=order["order_id"],
-        item_ids=[old_item],
-        new_item_ids=[new_item],
-        payment_method_id=card,
-    )
+    result = swap(env, state, "exchange_delivered_order_items", order["order_id"], [old_item], [new_item], card)
     assert result.content == "Error: insufficient gift card balance to pay for the price difference" and unchanged(
         state
     )

@@ -9,7 +9,7 @@ import pytest
 from josh.rollout import STATS_FILE, TREES_FILE, RolloutConfig, finished_ids, run_rollouts
 from josh.search import SearchConfig
 from josh.tree import Tree
-from tests.test_search_fakes import FakeEnv, TableAgent, TableUser, make_task
+from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
 
 
 class Crash(Exception):
@@ -95,8 +95,8 @@ async def test_duplicate_task_ids_run_once_and_concurrency_is_capped(tmp_path) -
 
 async def test_system_prompt_comes_from_the_agent(tmp_path) -> None:
     class Prompted(TableAgent):
-        def system_prompt(self, task):
-            return f"You help with {task.id}."
+        def frame(self, task):
+            return super().frame(task).model_copy(update={"system": f"You help with {task.id}."})
 
     await run_rollouts(tasks(1), FakeEnv(), Prompted(), TableUser(), tmp_path, CONFIG, progress=False)
     assert lines(tmp_path / TREES_FILE)[0]["system"] == "You help with task00."

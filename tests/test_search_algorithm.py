@@ -9,7 +9,7 @@ from josh.llm.base import LLMError
 from josh.search import SearchConfig, search
 from josh.tree import Tree, path_messages
 from josh.types import ErrorCategory
-from tests.test_search_fakes import FakeEnv, TableAgent, TableUser, label, make_task, path_of
+from tests.fakes import FakeEnv, TableAgent, TableUser, label, make_task, path_of
 
 
 def by_path(tree: Tree) -> dict[str, object]:
@@ -21,7 +21,7 @@ def by_path(tree: Tree) -> dict[str, object]:
 
 
 async def run(agent, user=None, n_goals=2, **cfg):
-    return await search(make_task(n_goals), FakeEnv(), agent, user or TableUser(), SearchConfig(**cfg), system="SYS")
+    return await search(make_task(n_goals), FakeEnv(), agent, user or TableUser(), SearchConfig(**cfg))
 
 
 async def test_ideal_path_pruning_and_counts() -> None:

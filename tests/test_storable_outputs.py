@@ -9,8 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from josh.agents import make_agent
-from josh.agents.parsing import parse_act, parse_react, parse_tool_calls, read_call
+from josh.agents.act import parse_act
+from josh.agents.function_calling import parse_tool_calls
+from josh.agents.parsing import read_call
+from josh.agents.react import parse_react
 from josh.components import build_env
+from josh.envs.toolwoz.agenda import AgendaUser
 from josh.evaluate import evaluate, load_results
 from josh.jsonl import JsonlWriter, iter_jsonl
 from josh.llm.base import Completion
@@ -18,7 +22,6 @@ from josh.llm.scripted import ScriptedLLM
 from josh.storable import MAX_DEPTH, clean_text, json_problem, to_storable
 from josh.tree import Node, Tree
 from josh.types import ErrorCategory, Message, ToolCall, assistant
-from josh.users.agenda import AgendaUser
 
 SURROGATE_CALL = '{"name": "search_hotel", "arguments": {"area": "north", "name": "caf\\ud800"}}'
 HUGE = "9" * 5000
@@ -155,7 +158,7 @@ async def test_eval_with_huge_numbers_counts_malformed_output_not_agent_errors(t
 
 
 def test_react_reads_at_most_max_commands():
-    from josh.agents.parsing import MAX_COMMANDS
+    from josh.agents.react import MAX_COMMANDS
 
     within = "\n".join(["PLAN think"] * (MAX_COMMANDS - 1) + ["SPEAK hello"])
     beyond = "\n".join(["PLAN think"] * MAX_COMMANDS + ["SPEAK hello"])

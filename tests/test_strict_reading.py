@@ -18,15 +18,13 @@ from josh.envs.toolwoz.multiwoz import DataFormatError
 from josh.evaluate import evaluate, load_results
 from josh.jsonl import CorruptLineError
 from josh.rollout import run_rollouts
-from tests.fakes import CallingAgent, CountingUser, FakeEnv, make_tasks
-from tests.test_search_fakes import FakeEnv as SearchEnv
-from tests.test_search_fakes import TableAgent, TableUser, make_task
+from tests.fakes import CallingAgent, CountingUser, FakeEnv, TableAgent, TableUser, make_task, make_tasks
 
 
 async def _trees(folder: Path) -> list[str]:
     agent = TableAgent(goals={(1,): (0,), (1, 0, 1): (1,)})
     tasks = [make_task(2, "a"), make_task(2, "b"), make_task(3, "c")]
-    await run_rollouts(tasks, SearchEnv(), agent, TableUser(), folder, progress=False)
+    await run_rollouts(tasks, FakeEnv(), agent, TableUser(), folder, progress=False)
     return (folder / "trees.jsonl").read_text().splitlines()
 
 

@@ -129,7 +129,7 @@ def test_non_toolcall_objects_do_not_raise(env: ToolWOZEnv) -> None:
 
 
 def test_internal_failure_becomes_tool_error(env: ToolWOZEnv) -> None:
-    broken = Task(id="broken", details={"domains": 5})
+    broken = Task(env="toolwoz", id="broken", details={"domains": 5})
     state = ConversationState(broken)  # bypasses reset, which would refuse this task
     result = call(env, state, "search_hotel", area="north")
     assert result.error is ErrorCategory.TOOL_ERROR

@@ -135,7 +135,7 @@ def test_task_without_goals_has_zero_reward(env: ToolWOZEnv) -> None:
 
 
 def test_invalid_details_raise_a_task_error(env: ToolWOZEnv) -> None:
-    task = Task(id="bad", details={"domains": "hotel", "goal": []})
+    task = Task(env="toolwoz", id="bad", details={"domains": "hotel", "goal": []})
     with pytest.raises(TaskError, match="'bad'"):
         TaskPlan.compile(task, env.db)
     with pytest.raises(ValueError, match="'bad'"):

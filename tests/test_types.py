@@ -32,6 +32,7 @@ def test_openai_arguments_are_json_strings_and_bad_json_is_kept_raw():
 def test_task_round_trips():
     task = Task(
         id="MUL0001.json",
+        env="toolwoz",
         user_goal="Find a cheap hotel.",
         goals=[Goal(name="search_hotel", parameters={"pricerange": "cheap"})],
         details={"domains": ["hotel"]},

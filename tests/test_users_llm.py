@@ -14,6 +14,7 @@ from josh.users.instruction import InstructionUser
 
 TASK = Task(
     id="MUL0001",
+    env="toolwoz",
     user_goal="You want a cheap hotel in the north. Book it for 2 nights.",
     transcript=[user("I need a cheap hotel up north."), assistant("The Acorn Guest House fits. Book it?")],
 )
@@ -63,7 +64,7 @@ async def test_goal_user_empty_output_and_llm_errors_end_with_a_reason():
     assert empty.done and empty.error
     broken = await GoalUser(ScriptedLLM(fails)).reply(TASK, SO_FAR)
     assert broken.done and "rate limited" in broken.error and broken.text == ""
-    no_goal = await GoalUser(ScriptedLLM(["x"])).reply(Task(id="x"), [])
+    no_goal = await GoalUser(ScriptedLLM(["x"])).reply(Task(env="toolwoz", id="x"), [])
     assert no_goal.done and "no user goal" in no_goal.error
 
 
@@ -111,7 +112,7 @@ async def test_guide_user_stop_and_failures():
     assert done.done and done.text == ""
     broken = await GuideUser(ScriptedLLM(fails)).reply(TASK, SO_FAR)
     assert broken.done and broken.error
-    no_source = await GuideUser(ScriptedLLM(["x"])).reply(Task(id="x", user_goal="g"), [])
+    no_source = await GuideUser(ScriptedLLM(["x"])).reply(Task(env="toolwoz", id="x", user_goal="g"), [])
     assert no_source.done and "transcript" in no_source.error
 
 

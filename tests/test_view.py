@@ -17,14 +17,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from josh.agents import make_agent
+from josh.agents import make_agent, protocol_named
 from josh.cli import app
 from josh.components import build_env
+from josh.llm.scripted import ScriptedLLM
 from josh.search import SearchConfig, search
 from josh.tree import Node, Tree
 from josh.types import ErrorCategory, ToolCall, assistant, tool_result, user
 from josh.users import make_user
-from josh.view import load_tree, page_name, render_tree, turn_steps, write_index, write_task
+from josh.view import (
+    build_views,
+    load_tree,
+    page_name,
+    protocol_of,
+    render_tree,
+    turn_steps,
+    write_index,
+    write_task,
+)
 
 SYSTEM = "You are the Cambridge booking agent."
 SCRIPT = "<script>document.body.setAttribute('data-pwned', 'script')</script>"
@@ -81,7 +91,8 @@ def _search_trees() -> list[Tree]:
     user_sim = make_user("agenda")
 
     async def run() -> list[Tree]:
-        return [await search(t, env, agent, user_sim, SearchConfig(), system=SYSTEM) for t in env.tasks("test")[:6]]
+        trees = [await search(t, env, agent, user_sim, SearchConfig()) for t in env.tasks("test")[:6]]
+        return [tree.model_copy(update={"system": SYSTEM}) for tree in trees]  # the oracle has no prompt of its own
 
     return asyncio.run(run())
 
@@ -204,6 +215,39 @@ def test_unpaired_results_and_unreadable_calls_are_still_shown() -> None:
     assert [s.kind for s in steps] == ["call", "call", "result", "result"]
     assert steps[0].name == "" and steps[0].arguments == "not json"
     assert [s.body for s in steps[2:]] == ["APIRETURN one line only", "orphan"]
+
+
+ACT_TURN = [
+    assistant('Action: {"name": "search_hotel", "arguments": {"area": "north"}}'),
+    user('Observation: [{"name": "acorn"}]'),
+    assistant('Action: {"name": "respond", "arguments": {"content": "Acorn is free."}}'),
+]
+
+
+def test_act_actions_are_calls_paired_with_their_observations() -> None:
+    steps = turn_steps(ACT_TURN, "Acorn is free.", protocol_named("act"))
+    assert [s.kind for s in steps] == ["call", "speak"]
+    assert steps[0].name == "search_hotel" and json.loads(steps[0].arguments) == {"area": "north"}
+    assert json.loads(steps[0].result or "") == [{"name": "acorn"}]
+    assert steps[1].body == "Acorn is free."
+
+
+async def test_the_tree_names_its_protocol_and_the_page_pairs_act_results() -> None:
+    env = build_env("toolwoz", "mini")
+    replies = [ACT_TURN[0].content, ACT_TURN[2].content]
+    agent = make_agent("act", env, ScriptedLLM(lambda messages, tools, index: replies[len(messages) % 2]))
+    tree = await search(env.tasks("test")[0], env, agent, make_user("agenda"), SearchConfig(max_depth=1))
+    assert tree.protocol == "act" and tree.nodes[1].messages[1].content.startswith("Observation:")
+    steps = [s for view in build_views(tree)[0].children for s in view.steps]
+    assert steps and all(s.kind != "result" for s in steps)
+    assert any(s.kind == "call" and s.result for s in steps)
+
+
+def test_trees_without_a_protocol_are_read_by_the_results_they_hold() -> None:
+    node = Node(id=1, parent=0, depth=1, messages=ACT_TURN, reply="Acorn is free.")
+    old = Tree(task_id="t", nodes=[Node(id=0, user="hi"), node])
+    assert protocol_of(old).name == "act"
+    assert protocol_of(Tree(task_id="t", nodes=[Node(id=0, user="hi")])).name == "react"
 
 
 _MARKUP = st.sampled_from(["<", ">", "&", '"', "'", "/", "=", " ", "b", "script", "&lt;", "-->"])

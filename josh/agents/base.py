@@ -1,13 +1,14 @@
-"""The agent protocol: one full agent turn (thoughts, tool calls on a fork of the state, results) until it speaks."""
+"""The agent interface: one full agent turn (thoughts, tool calls on a fork of the state, results) until it speaks,
+and the frame the agent puts around the conversation for its model."""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from josh.envs.base import ConversationState
-from josh.types import ErrorCategory, Message
+from josh.types import ErrorCategory, Message, Task
 
 
 class AgentTurn(BaseModel):
@@ -35,8 +36,22 @@ class AgentTurn(BaseModel):
         return self.state.terminated
 
 
+class PromptFrame(BaseModel):
+    """What an agent puts around the conversation for its model on a task: the system prompt, the messages between
+    it and the conversation (worked examples as turns), the tool schemas passed to the backend, and the name of its
+    output protocol. A scripted agent has no prompt: its frame holds the environment's tools only."""
+
+    system: str | None = None
+    preamble: list[Message] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    protocol: str | None = None
+
+
 @runtime_checkable
 class Agent(Protocol):
-    """``turn`` samples ``n`` independent continuations of the same history; each runs on its own fork."""
+    """``turn`` samples ``n`` independent continuations of the same history; each runs on its own fork.
+    ``frame`` says what the agent shows its model besides the conversation (recorded with every search tree)."""
 
     async def turn(self, history: list[Message], state: ConversationState, *, n: int = 1) -> list[AgentTurn]: ...
+
+    def frame(self, task: Task) -> PromptFrame: ...

@@ -1,4 +1,5 @@
-"""Grammars that pin a protocol's output to the tools' JSON schemas, for constrained decoding (``Sampling.grammar``).
+"""The JSON schema of a tool call that protocols' grammars embed to pin outputs to the tools, for constrained
+decoding (``Sampling.grammar``; the grammars themselves are the protocols' ``grammar``).
 
 A call is ``{"name": <one tool>, "arguments": <that tool's parameters>}``: the name is one of the tools (or the
 ``respond`` action), argument keys come from the schema and nothing else (``additionalProperties`` is closed),
@@ -12,10 +13,7 @@ output backend accepts the same text.
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
-
-from josh.agents.parsing import RESPOND_ACTION
 
 MAX_VALUE_CHARS = 80
 MAX_REPLY_CHARS = 400
@@ -44,8 +42,8 @@ def _function(tool: dict[str, Any]) -> dict[str, Any]:
     return tool.get("function", tool)
 
 
-def call_schema(tools: list[dict[str, Any]], *, arguments_key: str = "arguments", respond: bool = True) -> dict:
-    """The JSON schema of one call to any of ``tools`` (and of the ``respond`` action when ``respond``)."""
+def call_schema(tools: list[dict[str, Any]], *, arguments_key: str = "arguments", respond: str | None = None) -> dict:
+    """The JSON schema of one call to any of ``tools`` (and of the speaking action named ``respond``, if any)."""
     options = []
     for tool in tools:
         fn = _function(tool)
@@ -54,7 +52,7 @@ def call_schema(tools: list[dict[str, Any]], *, arguments_key: str = "arguments"
     if respond:
         content = {"type": "string", "minLength": 1, "maxLength": MAX_REPLY_CHARS}
         reply = {"type": "object", "properties": {"content": content}, "required": ["content"]}
-        options.append(_named(RESPOND_ACTION, _closed(reply), arguments_key))
+        options.append(_named(respond, _closed(reply), arguments_key))
     return {"anyOf": options, "x-guidance": dict(_JSON_STYLE)}
 
 
@@ -65,24 +63,3 @@ def _named(name: str, params: dict[str, Any], arguments_key: str) -> dict[str, A
         "required": ["name", arguments_key],
         "additionalProperties": False,
     }
-
-
-def act_grammar(tools: list[dict[str, Any]]) -> str:
-    """One ACT output: ``Action: {"name": ..., "arguments": {...}}``, a tool call or the respond action."""
-    return f'start: "Action: " call\ncall: %json {json.dumps(call_schema(tools))}\n'
-
-
-def react_grammar(tools: list[dict[str, Any]]) -> str:
-    """One ReACT output: an optional short PLAN, then one APICALL (``parameters`` for arguments) or one SPEAK."""
-    schema = json.dumps(call_schema(tools, arguments_key="parameters", respond=False))
-    return "\n".join(
-        [
-            "start: plan? (apicall | speak)",
-            'plan: "PLAN " line " <COMMAND_END>\\n"',
-            'apicall: "APICALL " call " <COMMAND_END>"',
-            'speak: "SPEAK " line " <COMMAND_END>"',
-            f"line: /[^<\\n]{{1,{MAX_REPLY_CHARS}}}/",
-            f"call: %json {schema}",
-            "",
-        ]
-    )

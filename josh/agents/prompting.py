@@ -75,11 +75,9 @@ def compact_tools(tools: list[dict[str, Any]]) -> str:
     return "\n".join(compact_tool(t) for t in tools)
 
 
-def render(protocol: str, *, tools: list[dict[str, Any]], domain: str, example_text: str) -> str:
-    """Fill a protocol template; blank runs left by empty sections collapse to one blank line."""
-    text = template(protocol).substitute(
-        tools=compact_tools(tools), domain=domain.strip(), examples=example_text.strip()
-    )
+def render(prompt: Template, *, tools: list[dict[str, Any]], domain: str, example_text: str) -> str:
+    """Fill a protocol's prompt template; blank runs left by empty sections collapse to one blank line."""
+    text = prompt.substitute(tools=compact_tools(tools), domain=domain.strip(), examples=example_text.strip())
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 

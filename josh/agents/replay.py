@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from josh.agents.base import AgentTurn
+from josh.agents.base import AgentTurn, PromptFrame
 from josh.envs.base import ConversationState, Env
 from josh.types import Message, Task, ToolCall, assistant, tool_result
 
@@ -62,6 +62,10 @@ class ReplayAgent:
     def for_task(cls, env: Env, task: Task, *, calls_per_turn: int | None = None) -> ReplayAgent:
         """Replay the task's gold calls and close with its required outputs."""
         return cls(env, gold_calls(task), reply=final_reply(task), calls_per_turn=calls_per_turn)
+
+    def frame(self, task: Task) -> PromptFrame:
+        """No prompt: the model-free agent is framed by the environment's tools only."""
+        return PromptFrame(tools=list(self.env.tools))
 
     async def turn(self, history: list[Message], state: ConversationState, *, n: int = 1) -> list[AgentTurn]:
         return [self._turn(history, state) for _ in range(n)]

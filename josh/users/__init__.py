@@ -47,7 +47,7 @@ def _instruction(llm: LLM | None, **options: Any) -> UserSimulator:
 
 
 def _agenda(llm: LLM | None, **options: Any) -> UserSimulator:
-    from josh.users.agenda import AgendaUser
+    from josh.envs.toolwoz.agenda import AgendaUser
 
     try:
         return AgendaUser(llm, **options)
@@ -65,10 +65,10 @@ def _scripted(llm: LLM | None, **options: Any) -> UserSimulator:
 
 
 def _retail_scripted(llm: LLM | None, **options: Any) -> UserSimulator:
-    from josh.users.retail_scripted import RetailScriptedUser
+    from josh.envs.taubench.user import TauScriptedUser
 
     try:
-        return RetailScriptedUser(**options)
+        return TauScriptedUser(**options)
     except TypeError as exc:
         raise ValueError(f"retail_scripted user: {exc}") from None
 

@@ -1,18 +1,16 @@
 """τ-bench airline environment: copy-on-write database, 14 tools, gold-action goals, outcome reward."""
 
 from josh.envs.airline.db import AirlineDataError, AirlineDB, load_db
-from josh.envs.airline.env import AirlineEnv, default_data_dir
+from josh.envs.airline.env import AirlineEnv
 from josh.envs.airline.state import AirlineState
-from josh.envs.airline.tasks import AirlineDetails, details_of, load_tasks
-from josh.envs.retail.reward import pass_hat_k
+from josh.envs.airline.tasks import load_tasks
+from josh.envs.taubench import details_of, pass_hat_k
 
 __all__ = [
     "AirlineDB",
     "AirlineDataError",
-    "AirlineDetails",
     "AirlineEnv",
     "AirlineState",
-    "default_data_dir",
     "details_of",
     "load_db",
     "load_tasks",

@@ -3,35 +3,28 @@ indexed in memory."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from josh.envs.taubench.db import Record, Shape, check_data_dir, read_records
 
 DATA_FILES = ("users.json", "reservations.json", "flights.json", "policy.md")
 CABINS = ("basic_economy", "economy", "business")
-
-Record = dict[str, Any]
 
 
 class AirlineDataError(ValueError):
     """The airline data folder is missing, or one of its files holds a record of the wrong shape."""
 
 
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
-
-
-class _Passenger(_Loose):
+class _Passenger(Shape):
     first_name: str
     last_name: str
     dob: str
 
 
-class _FlightLeg(_Loose):
+class _FlightLeg(Shape):
     flight_number: str
     date: str
     origin: str
@@ -39,12 +32,12 @@ class _FlightLeg(_Loose):
     price: int | float
 
 
-class _Payment(_Loose):
+class _Payment(Shape):
     payment_id: str
     amount: int | float
 
 
-class ReservationShape(_Loose):
+class ReservationShape(Shape):
     """The fields the tools read from a reservation (others are kept as they are)."""
 
     reservation_id: str
@@ -62,20 +55,20 @@ class ReservationShape(_Loose):
     insurance: str
 
 
-class _Method(_Loose):
+class _Method(Shape):
     source: Literal["credit_card", "gift_card", "certificate"]
     id: str
     amount: int | float | None = None
 
 
-class UserShape(_Loose):
+class UserShape(Shape):
     """The fields the tools read from a user."""
 
     payment_methods: dict[str, _Method]
     reservations: list[str]
 
 
-class _Schedule(_Loose):
+class _Schedule(Shape):
     flight_number: str
     origin: str
     destination: str
@@ -112,23 +105,6 @@ class AirlineDB:
         return cls(users, reservations, flights, policy, routes, departures)
 
 
-def _read_records(path: Path, shape: type[BaseModel], kind: str) -> dict[str, Record]:
-    """A JSON object of records keyed by id, each checked against ``shape``; errors name the file and the record."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise AirlineDataError(f"cannot read {path}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise AirlineDataError(f"{path} must hold a JSON object of {kind}s keyed by id")
-    for key, record in data.items():
-        try:
-            shape.model_validate(record)
-        except ValidationError as exc:
-            problem = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in exc.errors()[:3])
-            raise AirlineDataError(f"{path}: {kind} {key!r} is malformed: {problem}") from None
-    return data
-
-
 def _check_links(path: Path, users: dict[str, Record], reservations: dict[str, Record]) -> None:
     """Every reservation belongs to a known user and is filed under its own id."""
     for key, reservation in reservations.items():
@@ -143,24 +119,12 @@ def _check_links(path: Path, users: dict[str, Record], reservations: dict[str, R
             )
 
 
-def check_data_dir(data_dir: Path) -> Path:
-    """Resolve ``data_dir`` and make sure the airline files are there, with a hint on how to get them."""
-    path = Path(data_dir).expanduser().resolve()
-    missing = [name for name in DATA_FILES if not (path / name).is_file()]
-    if missing:
-        raise AirlineDataError(
-            f"airline data folder {path} lacks {', '.join(missing)}; "
-            f"fetch it with `josh data download airline --dest {path}`"
-        )
-    return path
-
-
 def read_db(data_dir: Path | str) -> AirlineDB:
     """Read and check the airline database of ``data_dir`` (no caching; ``load_db`` caches)."""
-    path = check_data_dir(Path(data_dir))
-    users = _read_records(path / "users.json", UserShape, "user")
-    reservations = _read_records(path / "reservations.json", ReservationShape, "reservation")
-    flights = _read_records(path / "flights.json", _Schedule, "flight")
+    path = check_data_dir(data_dir, "airline", DATA_FILES, AirlineDataError)
+    users = read_records(path / "users.json", UserShape, "user", AirlineDataError)
+    reservations = read_records(path / "reservations.json", ReservationShape, "reservation", AirlineDataError)
+    flights = read_records(path / "flights.json", _Schedule, "flight", AirlineDataError)
     _check_links(path, users, reservations)
     return AirlineDB.build(users, reservations, flights, (path / "policy.md").read_text(encoding="utf-8"))
 
@@ -172,4 +136,4 @@ def _cached(path: Path) -> AirlineDB:
 
 def load_db(data_dir: Path | str) -> AirlineDB:
     """Load (once per folder, then cached) the airline database of ``data_dir``."""
-    return _cached(check_data_dir(Path(data_dir)))
+    return _cached(check_data_dir(data_dir, "airline", DATA_FILES, AirlineDataError))

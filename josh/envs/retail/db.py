@@ -8,31 +8,23 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import model_validator
 
-from josh.jsonl import brief
+from josh.envs.taubench.db import Record, Shape, check_data_dir, read_records
 
 DATA_FILES = ("users.json", "orders.json", "products.json", "policy.md")
-
-Record = dict[str, Any]
 
 
 class RetailDataError(ValueError):
     """The retail data folder is missing or holds files of the wrong shape."""
 
 
-class _Shape(BaseModel):
-    """The fields the tools read, with their JSON types (strict: ``"12.5"`` is not a price); others may follow."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
-
-
-class _Name(_Shape):
+class _Name(Shape):
     first_name: str
     last_name: str
 
 
-class _Address(_Shape):
+class _Address(Shape):
     address1: str
     address2: str
     city: str
@@ -41,7 +33,7 @@ class _Address(_Shape):
     zip: str
 
 
-class _PaymentMethod(_Shape):
+class _PaymentMethod(Shape):
     source: str
     balance: float | None = None
 
@@ -52,7 +44,7 @@ class _PaymentMethod(_Shape):
         return self
 
 
-class _User(_Shape):
+class _User(Shape):
     name: _Name
     address: _Address
     email: str
@@ -60,7 +52,7 @@ class _User(_Shape):
     orders: list[str] = []
 
 
-class _Item(_Shape):
+class _Item(Shape):
     name: str
     product_id: str
     item_id: str
@@ -68,13 +60,13 @@ class _Item(_Shape):
     options: dict[str, Any]
 
 
-class _Payment(_Shape):
+class _Payment(Shape):
     transaction_type: str
     amount: float
     payment_method_id: str
 
 
-class _Order(_Shape):
+class _Order(Shape):
     order_id: str
     user_id: str
     address: _Address
@@ -84,20 +76,20 @@ class _Order(_Shape):
     fulfillments: list[dict[str, Any]] = []
 
 
-class _Variant(_Shape):
+class _Variant(Shape):
     item_id: str
     options: dict[str, Any]
     available: bool
     price: float
 
 
-class _Product(_Shape):
+class _Product(Shape):
     name: str
     product_id: str
     variants: dict[str, _Variant]
 
 
-_SHAPES: dict[str, tuple[str, type[_Shape]]] = {
+_SHAPES: dict[str, tuple[str, type[Shape]]] = {
     "users.json": ("user", _User),
     "orders.json": ("order", _Order),
     "products.json": ("product", _Product),
@@ -141,43 +133,14 @@ class RetailDB:
         )
 
 
-def _read_json_object(path: Path) -> dict[str, Record]:
-    """The records of ``users.json``, ``orders.json`` or ``products.json``, each checked against the fields the
-    tools read; the first bad one is a ``RetailDataError`` naming the file, the record id and the field."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RetailDataError(f"cannot read {path}: {exc}") from exc
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise RetailDataError(f"{path} must hold a JSON object of records keyed by id")
-    kind, shape = _SHAPES[path.name]
-    for record_id, record in data.items():
-        try:
-            shape.model_validate(record)
-        except ValidationError as exc:
-            raise RetailDataError(f"{path}: {kind} {record_id}: {brief(exc)}") from None
-    return data
-
-
-def check_data_dir(data_dir: Path) -> Path:
-    """Resolve ``data_dir`` and make sure the retail files are there, with a hint on how to get them."""
-    path = Path(data_dir).expanduser().resolve()
-    missing = [name for name in DATA_FILES if not (path / name).is_file()]
-    if missing:
-        raise RetailDataError(
-            f"retail data folder {path} lacks {', '.join(missing)}; fetch it with `josh data download retail --dest {path}`"
-        )
-    return path
-
-
 @lru_cache(maxsize=4)
 def _load(path: Path) -> RetailDB:
-    users = _read_json_object(path / "users.json")
-    orders = _read_json_object(path / "orders.json")
-    products = _read_json_object(path / "products.json")
+    users, orders, products = (
+        read_records(path / name, shape, kind, RetailDataError) for name, (kind, shape) in _SHAPES.items()
+    )
     return RetailDB.build(users, orders, products, (path / "policy.md").read_text(encoding="utf-8"))
 
 
 def load_db(data_dir: Path | str) -> RetailDB:
     """Load (once per folder, then cached) the retail database of ``data_dir``."""
-    return _load(check_data_dir(Path(data_dir)))
+    return _load(check_data_dir(data_dir, "retail", DATA_FILES, RetailDataError))

@@ -19,8 +19,11 @@ from typing import NamedTuple
 from pydantic import ValidationError
 
 from josh.envs.toolwoz.multiwoz import DataFormatError, load_multiwoz
+from josh.envs.toolwoz.task import task_line
 from josh.jsonl import brief
 from josh.types import Task
+
+ENV = "toolwoz"  # what a task file leaves out (``task_line``): every task in it plays ToolWOZ
 
 SHIPPED_MINI = Path(__file__).resolve().parents[3] / "envs" / "toolwoz_mini"
 DB_DOMAINS = ("restaurant", "hotel", "attraction", "train")
@@ -70,8 +73,8 @@ def find_db_dir(folder: Path) -> Path:
 
 
 def read_tasks(path: Path) -> list[Task]:
-    """Tasks from a JSONL file, one ``Task`` per line; a bad line is one sentence naming the file, the line, the
-    task id and what is wrong."""
+    """Tasks from a JSONL file, one ``Task`` per line (a ToolWOZ task file leaves ``env`` out); a bad line is one
+    sentence naming the file, the line, the task id and what is wrong."""
     tasks = []
     try:
         lines = path.read_bytes().split(b"\n")
@@ -81,10 +84,18 @@ def read_tasks(path: Path) -> list[Task]:
         if not line.strip():
             continue
         try:
-            tasks.append(Task.model_validate_json(line))
+            tasks.append(_read_task(line))
         except ValidationError as exc:
             raise DataFormatError(f"{path}: line {number}: {_task_problem(line, exc)}") from None
     return tasks
+
+
+def _read_task(line: bytes) -> Task:
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return Task.model_validate_json(line)  # raises, with pydantic's wording of the JSON error
+    return Task.model_validate({"env": ENV, **record} if isinstance(record, dict) else record)
 
 
 def _task_problem(line: bytes, exc: ValidationError) -> str:
@@ -101,7 +112,7 @@ def write_tasks(path: Path, tasks: list[Task]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as out:
         for task in tasks:
-            out.write(task.model_dump_json(exclude_defaults=True) + "\n")
+            out.write(task_line(task))
     tmp.replace(path)
 
 

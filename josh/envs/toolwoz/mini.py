@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from josh.envs.toolwoz.generator import DAYS, DB, GoalGenerator, check_task
+from josh.envs.toolwoz.task import task_line
 from josh.types import Task
 
 SPLIT_SIZES = {"train": 200, "val": 30, "test": 50}
@@ -189,7 +190,7 @@ def write_mini(dest: str | Path, *, seed: int = 0, sizes: dict[str, int] | None 
         (dest / "db" / f"{domain}_db.json").write_text(_rows_json(rows), encoding="utf-8")
     counts = {}
     for split, tasks in make_tasks(db, seed, sizes).items():
-        lines = "".join(t.model_dump_json(exclude_defaults=True) + "\n" for t in tasks)
+        lines = "".join(task_line(t) for t in tasks)
         (dest / f"tasks_{split}.jsonl").write_text(lines, encoding="utf-8")
         counts[split] = len(tasks)
     return counts

@@ -2,7 +2,8 @@
 
 Every value the environment compares (agent arguments, goal parameters, DB cells) goes through ``normalize``:
 lower-case, strip, collapse inner white space, drop apostrophes, numbers as their decimal string, clock times as
-zero-padded ``HH:MM``. ``is_no_constraint`` tells the values that mean "any" (``dontcare``, ``not mentioned``, ...).
+zero-padded ``HH:MM``. ``is_no_constraint`` tells the values that mean "any" (``dontcare``, ``not mentioned``, ...); ``plain_text`` is the
+lighter form dialogue text is matched in.
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ def normalize(value: Any) -> str:
             return str(int(value))
         return repr(value)
     return _normalize_text(str(value))
+
+
+def plain_text(text: str) -> str:
+    """Lower-case, apostrophes dropped, white space collapsed: the form in which the scripted agent and user match
+    dialogue text (no number or clock rewriting, unlike ``normalize``)."""
+    return _SPACE.sub(" ", text.lower().replace("\u2019", "'").replace("'", "")).strip()
 
 
 def is_no_constraint(value: Any) -> bool:

@@ -89,6 +89,11 @@ def make_task(
     )
 
 
+def task_line(task: Task) -> str:
+    """A task as one line of a ToolWOZ task file: defaults and ``env`` left out (every task in it plays ToolWOZ)."""
+    return task.model_dump_json(exclude_defaults=True, exclude={"env"}) + "\n"
+
+
 def details_of(task: Task) -> ToolWOZDetails:
     """The typed ToolWOZ details of a task."""
     return ToolWOZDetails.model_validate(task.details)

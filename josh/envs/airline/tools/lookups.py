@@ -1,5 +1,5 @@
-"""Airline tools that read the database or do nothing to it. ``calculate``, ``think`` and the transfer are the
-retail ones (the two domains share them unchanged)."""
+"""Airline tools that read the database. The shared ones (``calculate``, ``get_user_details``,
+``think``, the transfer) are in ``josh.envs.taubench.tools``."""
 
 from __future__ import annotations
 
@@ -7,18 +7,6 @@ import json
 
 from josh.envs.airline.db import Record
 from josh.envs.airline.state import AirlineState
-from josh.envs.retail.tools.lookups import calculate, think, transfer_to_human_agents
-
-__all__ = [
-    "calculate",
-    "get_reservation_details",
-    "get_user_details",
-    "list_all_airports",
-    "search_direct_flight",
-    "search_onestop_flight",
-    "think",
-    "transfer_to_human_agents",
-]
 
 AIRPORTS = {
     "SFO": "San Francisco",
@@ -43,11 +31,6 @@ AIRPORTS = {
     "LGA": "LaGuardia",
 }
 _AIRPORTS_JSON = json.dumps(AIRPORTS)
-
-
-def get_user_details(data: AirlineState, /, user_id: str) -> str:
-    user = data.user(user_id)
-    return json.dumps(user) if user is not None else "Error: user not found"
 
 
 def get_reservation_details(data: AirlineState, /, reservation_id: str) -> str:

@@ -5,23 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from josh.envs.airline.db import CABINS
+from josh.envs.taubench.tools import (
+    STRING,
+    THINK,
+    TRANSFER,
+    calculate_schema,
+    function_schema,
+    object_schema,
+)
 
-_STR = {"type": "string"}
+_STR = STRING
 _INT = {"type": "integer"}
 _NUM = {"type": "number"}
 
 
-def _object(properties: dict[str, tuple[dict[str, Any], str]]) -> dict[str, Any]:
-    """An object schema; every listed property is required, as in the benchmark."""
-    props = {key: {**kind, "description": text} for key, (kind, text) in properties.items()}
-    return {"type": "object", "properties": props, "required": list(props)}
-
-
-def _fn(name: str, description: str, properties: dict[str, tuple[dict[str, Any], str]]) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {"name": name, "description": description, "parameters": _object(properties)},
-    }
+_object = object_schema
+_fn = function_schema
 
 
 def _array(item: dict[str, Any]) -> dict[str, Any]:
@@ -80,11 +79,7 @@ SCHEMAS: list[dict[str, Any]] = [
             "insurance": ({"type": "string", "enum": ["yes", "no"]}, "Travel insurance (30 dollars per passenger)."),
         },
     ),
-    _fn(
-        "calculate",
-        "Evaluate an arithmetic expression and return the result rounded to two decimals.",
-        {"expression": (_STR, "Numbers, + - * /, parentheses and spaces only, e.g. '(120 + 30) * 2'.")},
-    ),
+    calculate_schema("(120 + 30) * 2"),
     _fn(
         "cancel_reservation",
         "Cancel a whole reservation after the user confirmed it; every payment is refunded to its method.",
@@ -117,17 +112,8 @@ SCHEMAS: list[dict[str, Any]] = [
         "Give a user a travel certificate worth an amount, as a goodwill gesture allowed by the policy.",
         {"user_id": _USER_ID, "amount": (_NUM, "The certificate's value in dollars.")},
     ),
-    _fn(
-        "think",
-        "Write down your reasoning. Nothing is looked up or changed; use it for planning or checking a policy.",
-        {"thought": (_STR, "Your reasoning.")},
-    ),
-    _fn(
-        "transfer_to_human_agents",
-        "Hand the user over to a human agent, with a summary of the issue. Only when the user explicitly asks "
-        "for a human, or the request cannot be handled with the available tools and policy. Ends the conversation.",
-        {"summary": (_STR, "A short summary of the user's issue.")},
-    ),
+    THINK,
+    TRANSFER,
     _fn(
         "update_reservation_baggages",
         "Set the checked bags of a reservation, after the user confirmed it; added non-free bags are charged.",

@@ -12,7 +12,7 @@ from typing import Any
 
 from josh.envs.airline.db import Record
 from josh.envs.airline.state import AirlineState
-from josh.envs.retail.state import copy_record
+from josh.envs.taubench.state import copy_record
 
 BOOKING_TIME = "2024-05-15T15:00:00"
 INSURANCE_PRICE = 30

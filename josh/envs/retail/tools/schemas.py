@@ -4,22 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-_STR = {"type": "string"}
-_IDS = {"type": "array", "items": {"type": "string"}}
+from josh.envs.taubench.tools import STRING, THINK, TRANSFER, calculate_schema, function_schema
 
-
-def _fn(name: str, description: str, properties: dict[str, tuple[dict[str, Any], str]]) -> dict[str, Any]:
-    """One schema; every listed parameter is required, as in the benchmark."""
-    props = {key: {**kind, "description": text} for key, (kind, text) in properties.items()}
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": props, "required": list(props)},
-        },
-    }
-
+_STR = STRING
+_IDS = {"type": "array", "items": _STR}
+_fn = function_schema
 
 _ORDER_ID = (_STR, "The order id, including its leading '#', e.g. '#W0000000'.")
 _USER_ID = (_STR, "The user id, e.g. 'sara_doe_496'.")
@@ -32,6 +21,17 @@ _ADDRESS = {
     "country": (_STR, "Country, e.g. 'USA'."),
     "zip": (_STR, "Five-digit zip code, e.g. '12345'."),
 }
+
+
+def _swap(verb: str) -> dict[str, tuple[dict[str, Any], str]]:
+    """The arguments of an item swap (modify a pending order's items, exchange a delivered order's)."""
+    return {
+        "order_id": _ORDER_ID,
+        "item_ids": (_IDS, f"Item ids to {verb}; an id may repeat if the order holds it several times."),
+        "new_item_ids": (_IDS, "The new item ids, in the same order and of the same products as item_ids."),
+        "payment_method_id": (_METHOD_ID[0], "Payment method that pays or receives the price difference."),
+    }
+
 
 SCHEMAS: list[dict[str, Any]] = [
     _fn(
@@ -70,22 +70,9 @@ SCHEMAS: list[dict[str, Any]] = [
         "List the names of all product types in the store, each with its product id.",
         {},
     ),
-    _fn(
-        "calculate",
-        "Evaluate an arithmetic expression and return the result rounded to two decimals.",
-        {"expression": (_STR, "Numbers, + - * /, parentheses and spaces only, e.g. '(12.5 + 3) * 2'.")},
-    ),
-    _fn(
-        "think",
-        "Write down your reasoning. Nothing is looked up or changed; use it for planning or checking a policy.",
-        {"thought": (_STR, "Your reasoning.")},
-    ),
-    _fn(
-        "transfer_to_human_agents",
-        "Hand the user over to a human agent, with a summary of the issue. Only when the user explicitly asks "
-        "for a human, or the request cannot be handled with the available tools and policy. Ends the conversation.",
-        {"summary": (_STR, "A short summary of the user's issue.")},
-    ),
+    calculate_schema("(12.5 + 3) * 2"),
+    THINK,
+    TRANSFER,
     _fn(
         "cancel_pending_order",
         "Cancel a pending order after the user confirmed order and reason. Payments are refunded: at once to "
@@ -107,12 +94,7 @@ SCHEMAS: list[dict[str, Any]] = [
         "modify_pending_order_items",
         "Replace items of a pending order with other available options of the same products. Allowed once per "
         "order, so collect every item to change first and get the user's confirmation.",
-        {
-            "order_id": _ORDER_ID,
-            "item_ids": (_IDS, "Item ids to replace; an id may repeat if the order holds it several times."),
-            "new_item_ids": (_IDS, "The new item ids, in the same order and of the same products as item_ids."),
-            "payment_method_id": (_METHOD_ID[0], "Payment method that pays or receives the price difference."),
-        },
+        _swap("replace"),
     ),
     _fn(
         "return_delivered_order_items",
@@ -128,12 +110,7 @@ SCHEMAS: list[dict[str, Any]] = [
         "exchange_delivered_order_items",
         "Request an exchange of items of a delivered order for other available options of the same products. "
         "Allowed once per order, so collect every item to exchange first and get the user's confirmation.",
-        {
-            "order_id": _ORDER_ID,
-            "item_ids": (_IDS, "Item ids to exchange; an id may repeat if the order holds it several times."),
-            "new_item_ids": (_IDS, "The new item ids, in the same order and of the same products as item_ids."),
-            "payment_method_id": (_METHOD_ID[0], "Payment method that pays or receives the price difference."),
-        },
+        _swap("exchange"),
     ),
     _fn(
         "modify_user_address",

@@ -16,6 +16,16 @@ def _address(address1: str, address2: str, city: str, state: str, country: str, 
     return {"address1": address1, "address2": address2, "city": city, "state": state, "country": country, "zip": zip}
 
 
+def _order_in(data: RetailState, order_id: str, status: str, action: str) -> Record | str:
+    """The order, if it exists and has ``status``; else the τ-bench error text (``action``: what was refused)."""
+    order = data.order(order_id)
+    if order is None:
+        return "Error: order not found"
+    if order["status"] != status:
+        return f"Error: non-{status} order cannot be {action}"
+    return order
+
+
 def _missing_item(order: Record, item_ids: list[str]) -> str | None:
     """The first requested item id that occurs more often in ``item_ids`` than in the order."""
     have = Counter(item["item_id"] for item in order["items"])
@@ -47,11 +57,9 @@ def _adjust_gift_card(data: RetailState, /, user_id: str, method_id: str, delta:
 
 def cancel_pending_order(data: RetailState, /, order_id: str, reason: str) -> str:
     """Cancel a pending order: refund every payment (gift cards at once) and record the reason."""
-    order = data.order(order_id)
-    if order is None:
-        return "Error: order not found"
-    if order["status"] != "pending":
-        return "Error: non-pending order cannot be cancelled"
+    order = _order_in(data, order_id, "pending", "cancelled")
+    if isinstance(order, str):
+        return order
     if reason not in CANCEL_REASONS:
         return "Error: invalid reason"
     owner = data.user(order["user_id"])
@@ -75,11 +83,9 @@ def modify_pending_order_address(
     data: RetailState, /, order_id: str, address1: str, address2: str, city: str, state: str, country: str, zip: str
 ) -> str:
     """Replace the shipping address of a pending order."""
-    order = data.order(order_id)
-    if order is None:
-        return "Error: order not found"
-    if order["status"] != "pending":
-        return "Error: non-pending order cannot be modified"
+    order = _order_in(data, order_id, "pending", "modified")
+    if isinstance(order, str):
+        return order
     order = data.writable_order(order_id)
     order["address"] = _address(address1, address2, city, state, country, zip)
     return json.dumps(order)
@@ -87,11 +93,9 @@ def modify_pending_order_address(
 
 def modify_pending_order_payment(data: RetailState, /, order_id: str, payment_method_id: str) -> str:
     """Pay a pending order with another method: charge the new one, refund the old one (gift cards at once)."""
-    order = data.order(order_id)
-    if order is None:
-        return "Error: order not found"
-    if order["status"] != "pending":
-        return "Error: non-pending order cannot be modified"
+    order = _order_in(data, order_id, "pending", "modified")
+    if isinstance(order, str):
+        return order
     method = _payment_method(data, order, payment_method_id)
     if method is None:
         return "Error: payment method not found"
@@ -126,8 +130,10 @@ def _swap_checks(
     payment_method_id: str,
     *,
     rounded: bool,
+    pays_for: str,
 ) -> tuple[float, Record] | str:
-    """The item-swap preconditions shared by modify and exchange: (price difference, payment method) or an error.
+    """The item-swap preconditions shared by modify and exchange: (price difference, payment method) or an error;
+    a gift card must cover the difference (``pays_for`` names it in the error).
 
     Exchange rounds the difference to cents before its balance check; modify does not (a tau-bench quirk)."""
     if (missing := _missing_item(order, item_ids)) is not None:
@@ -140,24 +146,25 @@ def _swap_checks(
     method = _payment_method(data, order, payment_method_id)
     if method is None:
         return "Error: payment method not found"
-    return (round(diff, 2) if rounded else diff), method
+    diff = round(diff, 2) if rounded else diff
+    if method["source"] == "gift_card" and method["balance"] < diff:
+        return f"Error: insufficient gift card balance to pay for {pays_for}"
+    return diff, method
 
 
 def modify_pending_order_items(
     data: RetailState, /, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
 ) -> str:
     """Swap items of a pending order for other available variants of the same products (allowed once)."""
-    order = data.order(order_id)
-    if order is None:
-        return "Error: order not found"
-    if order["status"] != "pending":
-        return "Error: non-pending order cannot be modified"
-    checked = _swap_checks(data, order, item_ids, new_item_ids, payment_method_id, rounded=False)
+    order = _order_in(data, order_id, "pending", "modified")
+    if isinstance(order, str):
+        return order
+    checked = _swap_checks(
+        data, order, item_ids, new_item_ids, payment_method_id, rounded=False, pays_for="the new item"
+    )
     if isinstance(checked, str):
         return checked
     diff, method = checked
-    if method["source"] == "gift_card" and method["balance"] < diff:
-        return "Error: insufficient gift card balance to pay for the new item"
     if method["source"] == "gift_card":
         _adjust_gift_card(data, order["user_id"], payment_method_id, -diff)
     order = data.writable_order(order_id)
@@ -180,11 +187,9 @@ def return_delivered_order_items(
     data: RetailState, /, order_id: str, item_ids: list[str], payment_method_id: str
 ) -> str:
     """Request a return of delivered items, refunded to the original method or a gift card."""
-    order = data.order(order_id)
-    if order is None:
-        return "Error: order not found"
-    if order["status"] != "delivered":
-        return "Error: non-delivered order cannot be returned"
+    order = _order_in(data, order_id, "delivered", "returned")
+    if isinstance(order, str):
+        return order
     if _payment_method(data, order, payment_method_id) is None:
         return "Error: payment method not found"
     original = order["payment_history"][0]["payment_method_id"] if order["payment_history"] else None
@@ -203,17 +208,15 @@ def exchange_delivered_order_items(
     data: RetailState, /, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
 ) -> str:
     """Request an exchange of delivered items for other available variants of the same products."""
-    order = data.order(order_id)
-    if order is None:
-        return "Error: order not found"
-    if order["status"] != "delivered":
-        return "Error: non-delivered order cannot be exchanged"
-    checked = _swap_checks(data, order, item_ids, new_item_ids, payment_method_id, rounded=True)
+    order = _order_in(data, order_id, "delivered", "exchanged")
+    if isinstance(order, str):
+        return order
+    checked = _swap_checks(
+        data, order, item_ids, new_item_ids, payment_method_id, rounded=True, pays_for="the price difference"
+    )
     if isinstance(checked, str):
         return checked
-    diff, method = checked
-    if method["source"] == "gift_card" and method["balance"] < diff:
-        return "Error: insufficient gift card balance to pay for the price difference"
+    diff, _ = checked
     order = data.writable_order(order_id)
     order["status"] = "exchange requested"
     order["exchange_items"] = sorted(item_ids)

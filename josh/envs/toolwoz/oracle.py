@@ -28,8 +28,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from josh.agents.base import AgentTurn
-from josh.agents.oracle_text import (
+from josh.agents.base import AgentTurn, PromptFrame
+from josh.envs.base import ConversationState, Env
+from josh.envs.toolwoz.normalize import is_no_constraint, normalize, plain_text
+from josh.envs.toolwoz.oracle_text import (
     BOOK_OFFER,
     DOMAIN_WORDS,
     RETRY,
@@ -40,18 +42,12 @@ from josh.agents.oracle_text import (
     requested,
     summary,
 )
-from josh.envs.base import ConversationState, Env
-from josh.envs.toolwoz.normalize import is_no_constraint, normalize
 from josh.envs.toolwoz.task import BOOK_SLOTS, ENTITY_KEY, DomainGoal, ToolWOZDetails, details_of
-from josh.types import Message, ToolCall, assistant, tool_result
+from josh.types import Message, Task, ToolCall, assistant, tool_result
 
 _BOOKING_WORDS = re.compile(r"\bbook|\breserv")
 _YES_NO_SLOTS = {"parking": r"parking", "internet": r"internet|wi-?fi"}
 _NEGATION = re.compile(r"\b(without|no|dont need|do not need|not needed|dont want)\b")
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text.lower().replace("\u2019", "'").replace("'", "")).strip()
 
 
 def _clean(slots: Mapping[str, str]) -> dict[str, str]:
@@ -72,13 +68,13 @@ class UserView:
         for message in history:
             if message.role == "user" and message.content:
                 self.starts.append(offset)
-                parts.append(_norm(message.content))
+                parts.append(plain_text(message.content))
                 offset += len(parts[-1]) + 1
         self.text = "\n".join(parts)
         self.latest = parts[-1] if parts else ""
         self.names = {
             domain: [
-                _norm(v)
+                plain_text(v)
                 for key in ("name", "departure", "destination")
                 for v in (spec.info.get(key), spec.fail_info.get(key))
                 if v and not is_no_constraint(v)
@@ -89,7 +85,7 @@ class UserView:
 
     def last(self, value: str) -> int:
         """Offset of the last mention of ``value`` as a whole phrase, or -1."""
-        needle = _norm(value)
+        needle = plain_text(value)
         if not needle:
             return -1
         found = -1
@@ -177,6 +173,10 @@ class OracleAgent:
             }
             for t in env.tools
         }
+
+    def frame(self, task: Task) -> PromptFrame:
+        """No prompt: the model-free agent is framed by the environment's tools only."""
+        return PromptFrame(tools=list(self.env.tools))
 
     async def turn(self, history: list[Message], state: ConversationState, *, n: int = 1) -> list[AgentTurn]:
         """``n`` turns of the same policy, each on its own fork of ``state``."""

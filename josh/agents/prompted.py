@@ -1,27 +1,27 @@
-"""The turn loop every prompted agent shares: generate, read the output under the agent's protocol, run its tool
-calls on the turn's fork of the state, feed results (or corrective feedback) back, until the agent speaks.
+"""Prompted agents: an ``LLM`` writing under an ``AgentProtocol``.
 
-Subclasses only say how to read an output and how to write messages (``read``, ``action_message``,
-``result_messages``, ``render_example``; ``TextProtocolAgent`` supplies the message hooks for plain-text
-protocols); corrective feedback, caps, error categories and n-way sampling live here.
+``AgentPrompt`` is what the model is shown besides the conversation (system prompt with the protocol, tools and
+worked examples; worked examples as earlier turns; the tools passed to the backend) and needs no model, so the
+warm start writes its rows with it. ``PromptedAgent`` adds the turn loop every protocol shares: generate, read the
+output under the protocol, run its tool calls on the turn's fork of the state, feed results (or corrective
+feedback) back, until the agent speaks; caps, error categories and n-way sampling live here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from josh.agents.base import AgentTurn
-from josh.agents.parsing import Parsed, ReadCall
-from josh.agents.prompting import Example, examples, render
-from josh.agents.rendering import render_messages
+from josh.agents.base import AgentTurn, PromptFrame
+from josh.agents.parsing import ReadCall
+from josh.agents.prompting import examples, render
+from josh.agents.protocol import AgentProtocol
 from josh.envs.base import ConversationState, Env
 from josh.llm.base import LLM, Completion, LLMError, Sampling
-from josh.types import ErrorCategory, Message, Task, ToolCall, ToolResult, assistant, system, tool_result, user
+from josh.types import ErrorCategory, Message, Task, ToolResult, system
 
 log = logging.getLogger(__name__)
 
@@ -42,74 +42,75 @@ class AgentConfig(BaseModel):
         False, description="decode every output under the protocol's grammar over the tools' JSON schemas"
     )
 
-
-FEEDBACK_PREFIX = "FEEDBACK"
-
-
-class LoopAgent(ABC):
-    """An agent that talks to an ``LLM`` under a text protocol; see the module docstring."""
-
-    protocol: ClassVar[str]
-
-    def __init__(self, env: Env, llm: LLM, config: AgentConfig | None = None, **options: Any) -> None:
-        if llm is None:
-            raise ValueError(f"the {self.protocol} agent needs an LLM backend")
-        self.env = env
-        self.llm = llm
-        unknown = sorted(set(options) - set(AgentConfig.model_fields))
+    @classmethod
+    def of(cls, protocol: str, options: dict[str, Any]) -> AgentConfig:
+        """The config from option names; an unknown one is a ``ValueError`` listing the valid ones."""
+        unknown = sorted(set(options) - set(cls.model_fields))
         if unknown:
-            valid = ", ".join(AgentConfig.model_fields)
-            raise ValueError(f"unknown option {', '.join(unknown)} for the {self.protocol} agent; valid: {valid}")
-        self.config = config or AgentConfig(**options)
-        chosen = examples(getattr(env, "name", "generic"))[: self.config.examples]
-        in_prompt = chosen and not self.config.examples_as_turns
-        self._example_text = "Examples:\n" + "\n\n".join(self.render_example(e) for e in chosen) if in_prompt else ""
-        self._preamble = example_turns(self, chosen) if self.config.examples_as_turns else []
-        self.sampling = self.config.sampling
-        if self.config.constrain:
-            grammar = self.grammar()
-            if grammar is None:
-                raise ValueError(f"the {self.protocol} agent has no output grammar; drop the constrain option")
-            self.sampling = self.sampling.model_copy(update={"grammar": grammar})
+            valid = ", ".join(cls.model_fields)
+            raise ValueError(f"unknown option {', '.join(unknown)} for the {protocol} agent; valid: {valid}")
+        return cls(**options)
 
-    @abstractmethod
-    def read(self, completion: Completion) -> Parsed:
-        """Read one generation under the agent's protocol."""
 
-    @abstractmethod
-    def action_message(self, parsed: Parsed) -> Message:
-        """The assistant message to log for a generation (only the part that was acted on)."""
+class AgentPrompt:
+    """What a prompted agent shows its model for a task in ``env``, under ``protocol``; no model needed."""
 
-    @abstractmethod
-    def result_messages(self, calls: list[ToolCall], results: list[ToolResult]) -> list[Message]:
-        """The messages that show the model its calls' results."""
-
-    def feedback(self, problem: str) -> Message:
-        """The corrective message after an output that could not be used."""
-        return user(f"{FEEDBACK_PREFIX} your last output could not be used: {problem}.")
-
-    @abstractmethod
-    def render_example(self, example: Example) -> str:
-        """One worked example written in the agent's protocol."""
-
-    def grammar(self) -> str | None:
-        """The grammar of one output over the environment's tools, for constrained decoding (``None``: none)."""
-        return None
+    def __init__(self, protocol: AgentProtocol, env: Env, config: AgentConfig | None = None) -> None:
+        self.protocol = protocol
+        self.env = env
+        self.config = config or AgentConfig()
+        chosen = examples(env.name)[: self.config.examples]
+        as_turns = self.config.examples_as_turns
+        shown = "\n\n".join(protocol.example(e) for e in chosen)
+        self._example_text = f"Examples:\n{shown}" if chosen and not as_turns else ""
+        max_calls = self.config.max_calls_per_generation
+        self._preamble = protocol.example_turns(chosen, max_calls=max_calls) if as_turns else []
 
     @property
     def llm_tools(self) -> list[dict[str, Any]] | None:
         """Tool schemas passed to the backend (``None``: the tools are described in the prompt instead)."""
-        return None
+        return self.env.tools if self.protocol.native_tools else None
 
     def system_prompt(self, task: Task) -> str:
         """The full system prompt for a task: protocol, tools, the environment's own text, examples."""
         return render(
-            self.protocol, tools=self.env.tools, domain=self.env.system_prompt(task), example_text=self._example_text
+            self.protocol.template(),
+            tools=self.env.tools,
+            domain=self.env.system_prompt(task),
+            example_text=self._example_text,
         )
 
     def preamble(self) -> list[Message]:
         """Messages between the system prompt and the conversation: the worked examples, when given as turns."""
         return list(self._preamble)
+
+    def frame(self, task: Task) -> PromptFrame:
+        return PromptFrame(
+            system=self.system_prompt(task),
+            preamble=self.preamble(),
+            tools=list(self.llm_tools or []),
+            protocol=self.protocol.name,
+        )
+
+    def render(self, messages: list[Message]) -> list[Message]:
+        """A canonical conversation rewritten in the protocol (``RenderError`` if it cannot be, faithfully)."""
+        return self.protocol.render(messages, max_calls=self.config.max_calls_per_generation)
+
+
+class PromptedAgent(AgentPrompt):
+    """An ``AgentPrompt`` with its model: the ``Agent`` of every protocol (see the module docstring)."""
+
+    def __init__(self, protocol: AgentProtocol, env: Env, llm: LLM, config: AgentConfig | None = None) -> None:
+        if llm is None:
+            raise ValueError(f"the {protocol.name} agent needs an LLM backend")
+        super().__init__(protocol, env, config)
+        self.llm = llm
+        self.sampling = self.config.sampling
+        if self.config.constrain:
+            grammar = protocol.grammar(env.tools)
+            if grammar is None:
+                raise ValueError(f"the {protocol.name} agent has no output grammar; drop the constrain option")
+            self.sampling = self.sampling.model_copy(update={"grammar": grammar})
 
     def prompt(self, history: list[Message], task: Task) -> list[Message]:
         return [system(self.system_prompt(task)), *self._preamble, *history]
@@ -151,13 +152,13 @@ class LoopAgent(ABC):
 
     def _act(self, turn: AgentTurn, completion: Completion) -> bool:
         """Apply one generation to the turn; true when the turn is over (the agent spoke or the env ended it)."""
-        parsed = self.read(completion)
+        parsed = self.protocol.parse(completion, max_calls=self.config.max_calls_per_generation)
         if parsed.repaired:
             turn.errors.append(ErrorCategory.UNSTORABLE)
-        turn.messages.append(self.action_message(parsed))
+        turn.messages.append(self.protocol.action_message(parsed))
         if parsed.calls:
             results = [self._execute(turn.state, c) for c in parsed.calls]
-            turn.messages.extend(self.result_messages([c.call for c in parsed.calls], results))
+            turn.messages.extend(self.protocol.result_messages([c.call for c in parsed.calls], results))
             for result in results:
                 if result.error is not None:
                     turn.errors.append(result.error)
@@ -167,7 +168,7 @@ class LoopAgent(ABC):
             turn.reply = parsed.reply
             return True
         turn.errors.append(parsed.error or ErrorCategory.MALFORMED)
-        turn.messages.append(self.feedback(parsed.problem or "the output could not be used"))
+        turn.messages.append(self.protocol.feedback(parsed.problem or "the output could not be used"))
         return False
 
     def _execute(self, state: ConversationState, read: ReadCall) -> ToolResult:
@@ -179,30 +180,6 @@ class LoopAgent(ABC):
         except Exception as exc:  # an environment must not raise, but one bad call must not end the run either
             log.exception("environment raised on %s", read.call.name)
             return ToolResult(content=f"ERROR: the tool failed ({type(exc).__name__})", error=ErrorCategory.TOOL_ERROR)
-
-
-class TextProtocolAgent(LoopAgent):
-    """A protocol written as plain text (ReACT, ACT): the output is logged as the model wrote it, up to the part
-    acted on, and the results come back as one user message of ``result_prefix`` lines."""
-
-    result_prefix: ClassVar[str]
-
-    def action_message(self, parsed: Parsed) -> Message:
-        return assistant(parsed.text)
-
-    def result_messages(self, calls: list[ToolCall], results: list[ToolResult]) -> list[Message]:
-        return [user("\n".join(f"{self.result_prefix} {r.content}" for r in results))]
-
-
-def example_turns(agent: LoopAgent, chosen: tuple[Example, ...] | list[Example]) -> list[Message]:
-    """Worked examples as chat turns in the agent's protocol: the customer asks, the agent calls a tool, sees the
-    result and replies, each written exactly as the agent writes and reads them."""
-    messages: list[Message] = []
-    for k, example in enumerate(chosen):
-        call = ToolCall(id=f"example-{k}", name=example.name, arguments=example.arguments)
-        canonical = [user(example.user), assistant(None, [call]), tool_result(call.id, example.result)]
-        messages += render_messages(agent, [*canonical, assistant(example.reply)])
-    return messages
 
 
 def _failed(state: ConversationState) -> AgentTurn:

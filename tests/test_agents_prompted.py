@@ -1,4 +1,5 @@
-"""The shared agent turn loop, driven through the ReACT, function-calling and ACT agents with a scripted LLM."""
+"""The prompted agents' shared turn loop, driven under the ReACT, function-calling and ACT protocols with a scripted
+LLM."""
 
 from __future__ import annotations
 
@@ -7,55 +8,12 @@ import json
 import pytest
 
 from josh.agents import agent_strategies, make_agent
-from josh.agents.act import ActAgent
-from josh.agents.function_calling import FunctionCallingAgent
-from josh.agents.parsing import END_MARKER
-from josh.agents.react import ReactAgent
-from josh.envs.base import ConversationState
+from josh.agents.prompted import PromptedAgent
+from josh.agents.react import END_MARKER
 from josh.llm.base import Completion, LLMError
 from josh.llm.scripted import ScriptedLLM
-from josh.types import CallRecord, ErrorCategory, Goal, Task, ToolCall, ToolResult, user
-
-TOOLS = [
-    {"type": "function", "function": {"name": n, "description": f"the {n} tool", "parameters": {"properties": {}}}}
-    for n in ("find", "book", "hang_up", "explode")
-]
-
-
-class ToyEnv:
-    """``find`` completes goal 0, ``book`` goal 1, ``hang_up`` ends the conversation, ``explode`` raises."""
-
-    name = "toy"
-    tools = TOOLS
-
-    def system_prompt(self, task: Task) -> str:
-        return "You are a toy agent."
-
-    def reset(self, task: Task) -> ConversationState:
-        return ConversationState(task)
-
-    def call(self, state: ConversationState, call: ToolCall) -> ToolResult:
-        if call.name == "explode":
-            raise RuntimeError("boom")
-        index = {"find": 0, "book": 1}.get(call.name)
-        if call.name == "hang_up":
-            state.terminated = True
-            result = ToolResult(content="bye", terminal=True)
-        elif index is None:
-            result = ToolResult(content=f"ERROR: no tool {call.name}", error=ErrorCategory.UNKNOWN_TOOL)
-        else:
-            new = () if index in state.completed else (index,)
-            state.completed.update(new)
-            result = ToolResult(content=json.dumps({"ok": call.name}), completed_goals=new)
-        state.log.append(CallRecord(name=call.name, arguments=call.arguments, content=result.content))
-        return result
-
-    def reward(self, state, messages):
-        return state.goal_reward
-
-    def tasks(self, split):
-        return []
-
+from josh.types import ErrorCategory, Goal, Task, ToolCall, user
+from tests.fakes import ToyEnv
 
 TASK = Task(id="t1", env="toy", goals=[Goal(name="find"), Goal(name="book")])
 HISTORY = [user("Find and book please.")]
@@ -83,7 +41,7 @@ def script(*replies):
 async def test_react_turn_runs_calls_on_a_fork_and_reports_goals():
     env, state = ToyEnv(), ToyEnv().reset(TASK)
     llm = ScriptedLLM(script(react_call("find") + "\n" + react_speak("stale"), react_speak("Found it.")))
-    [turn] = await ReactAgent(env, llm).turn(HISTORY, state)
+    [turn] = await make_agent("react", env, llm).turn(HISTORY, state)
     assert turn.reply == "Found it."
     assert turn.completed_goals == [0] and turn.state.completed == {0}
     assert state.completed == set() and state.log == []
@@ -98,7 +56,7 @@ async def test_react_turn_runs_calls_on_a_fork_and_reports_goals():
 
 async def test_malformed_output_gets_feedback_and_an_error():
     llm = ScriptedLLM(script("I am not following the protocol", react_speak("Sorry, hello.")))
-    [turn] = await ReactAgent(ToyEnv(), llm).turn(HISTORY, ToyEnv().reset(TASK))
+    [turn] = await make_agent("react", ToyEnv(), llm).turn(HISTORY, ToyEnv().reset(TASK))
     assert turn.reply == "Sorry, hello."
     assert turn.errors == [ErrorCategory.MALFORMED]
     assert turn.messages[1].role == "user" and turn.messages[1].content.startswith("FEEDBACK")
@@ -107,14 +65,14 @@ async def test_malformed_output_gets_feedback_and_an_error():
 async def test_malformed_call_is_answered_not_executed():
     llm = ScriptedLLM(script('APICALL {"name": "find", "parameters": {', react_speak("ok")))
     state = ToyEnv().reset(TASK)
-    [turn] = await ReactAgent(ToyEnv(), llm).turn(HISTORY, state)
+    [turn] = await make_agent("react", ToyEnv(), llm).turn(HISTORY, state)
     assert turn.errors == [ErrorCategory.MALFORMED]
     assert turn.state.log == [] and "ERROR" in turn.messages[1].content
 
 
 async def test_generation_cap_ends_the_turn_without_a_reply():
     llm = ScriptedLLM(script(react_call("find")))
-    [turn] = await ReactAgent(ToyEnv(), llm, max_generations=2).turn(HISTORY, ToyEnv().reset(TASK))
+    [turn] = await make_agent("react", ToyEnv(), llm, max_generations=2).turn(HISTORY, ToyEnv().reset(TASK))
     assert turn.reply is None
     assert turn.errors == [ErrorCategory.NO_REPLY]
     assert turn.llm_calls == 2 and len(llm.requests) == 2
@@ -123,7 +81,7 @@ async def test_generation_cap_ends_the_turn_without_a_reply():
 async def test_calls_per_generation_are_capped():
     many = "\n".join(f'APICALL {{"name": "find", "parameters": {{}}}} {END_MARKER}' for _ in range(5))
     llm = ScriptedLLM(script(many, react_speak("done")))
-    [turn] = await ReactAgent(ToyEnv(), llm, max_calls_per_generation=2).turn(HISTORY, ToyEnv().reset(TASK))
+    [turn] = await make_agent("react", ToyEnv(), llm, max_calls_per_generation=2).turn(HISTORY, ToyEnv().reset(TASK))
     assert len(turn.state.log) == 2
 
 
@@ -132,7 +90,7 @@ async def test_llm_error_on_the_first_call_gives_error_turns():
         raise LLMError("server down")
 
     state = ToyEnv().reset(TASK)
-    turns = await ReactAgent(ToyEnv(), ScriptedLLM(policy)).turn(HISTORY, state, n=3)
+    turns = await make_agent("react", ToyEnv(), ScriptedLLM(policy)).turn(HISTORY, state, n=3)
     assert len(turns) == 3
     assert all(t.errors == [ErrorCategory.LLM_ERROR] and t.reply is None for t in turns)
     assert len({id(t.state) for t in turns} | {id(state)}) == 4
@@ -147,7 +105,7 @@ async def test_llm_error_mid_turn_keeps_what_happened():
             raise LLMError("timeout")
         return react_call("find")
 
-    [turn] = await ReactAgent(ToyEnv(), ScriptedLLM(policy)).turn(HISTORY, ToyEnv().reset(TASK))
+    [turn] = await make_agent("react", ToyEnv(), ScriptedLLM(policy)).turn(HISTORY, ToyEnv().reset(TASK))
     assert turn.errors == [ErrorCategory.LLM_ERROR]
     assert turn.completed_goals == [0] and len(turn.messages) == 2
 
@@ -156,7 +114,7 @@ async def test_n_samples_share_one_request_and_get_independent_forks():
     first = [react_call("find"), react_call("book"), react_speak("Hi")]
     llm = ScriptedLLM(script(lambda i: first[i], react_speak("done")))
     state = ToyEnv().reset(TASK)
-    turns = await ReactAgent(ToyEnv(), llm).turn(HISTORY, state, n=3)
+    turns = await make_agent("react", ToyEnv(), llm).turn(HISTORY, state, n=3)
     assert llm.requests[0].n == 3 and all(r.n == 1 for r in llm.requests[1:])
     assert [t.completed_goals for t in turns] == [[0], [1], []]
     assert [t.state.completed for t in turns] == [{0}, {1}, set()]
@@ -166,7 +124,7 @@ async def test_n_samples_share_one_request_and_get_independent_forks():
 
 async def test_environment_crash_and_termination():
     llm = ScriptedLLM(script(react_call("explode"), react_call("hang_up"), react_speak("never")))
-    [turn] = await ReactAgent(ToyEnv(), llm).turn(HISTORY, ToyEnv().reset(TASK))
+    [turn] = await make_agent("react", ToyEnv(), llm).turn(HISTORY, ToyEnv().reset(TASK))
     assert turn.errors == [ErrorCategory.TOOL_ERROR]
     assert turn.terminated and turn.reply is None and turn.llm_calls == 2
 
@@ -175,18 +133,18 @@ async def test_function_calling_native_and_text_calls():
     native = Completion(tool_calls=[ToolCall(name="find", arguments={}, id="call_a")])
     text = '<tool_call>\n{"name": "book", "arguments": {}}\n</tool_call>'
     llm = ScriptedLLM(script(native, text, "All booked."))
-    [turn] = await FunctionCallingAgent(ToyEnv(), llm).turn(HISTORY, ToyEnv().reset(TASK))
+    [turn] = await make_agent("function_calling", ToyEnv(), llm).turn(HISTORY, ToyEnv().reset(TASK))
     assert turn.reply == "All booked." and turn.completed_goals == [0, 1]
     assert [m.role for m in turn.messages] == ["assistant", "tool", "assistant", "tool", "assistant"]
     assert turn.messages[0].tool_calls[0].id == "call_a" and turn.messages[1].tool_call_id == "call_a"
     assert turn.messages[3].tool_call_id == turn.messages[2].tool_calls[0].id
-    assert llm.requests[0].tools == TOOLS
+    assert llm.requests[0].tools == ToyEnv.tools
 
 
 async def test_function_calling_bad_arguments_and_nameless_calls():
     bad_args = Completion(tool_calls=[ToolCall(name="find", arguments="{oops", id="call_b")])
     llm = ScriptedLLM(script(bad_args, "{not json at all", "fine"))
-    [turn] = await FunctionCallingAgent(ToyEnv(), llm).turn(HISTORY, ToyEnv().reset(TASK))
+    [turn] = await make_agent("function_calling", ToyEnv(), llm).turn(HISTORY, ToyEnv().reset(TASK))
     assert turn.errors == [ErrorCategory.MALFORMED, ErrorCategory.MALFORMED]
     assert turn.messages[1].role == "tool" and turn.messages[1].content.startswith("ERROR")
     assert turn.messages[2].tool_calls is None and turn.messages[3].role == "user"
@@ -197,23 +155,23 @@ async def test_act_agent_acts_and_responds():
     call = 'Action: {"name": "find", "arguments": {}}'
     respond = 'Action: {"name": "respond", "arguments": {"content": "Found."}}'
     llm = ScriptedLLM(script(call, "no action here", respond))
-    [turn] = await ActAgent(ToyEnv(), llm).turn(HISTORY, ToyEnv().reset(TASK))
+    [turn] = await make_agent("act", ToyEnv(), llm).turn(HISTORY, ToyEnv().reset(TASK))
     assert turn.reply == "Found." and turn.completed_goals == [0]
     assert turn.errors == [ErrorCategory.MALFORMED]
     assert turn.messages[1].content.startswith("Observation:")
 
 
 def test_system_prompt_holds_protocol_tools_domain_and_examples():
-    prompt = ReactAgent(ToyEnv(), ScriptedLLM(["x"]), examples=1).system_prompt(TASK)
+    prompt = make_agent("react", ToyEnv(), ScriptedLLM(["x"]), examples=1).system_prompt(TASK)
     assert "APICALL" in prompt and "find()" in prompt and "You are a toy agent." in prompt
     assert prompt.count("Customer:") == 1
-    assert "Customer:" not in ReactAgent(ToyEnv(), ScriptedLLM(["x"]), examples=0).system_prompt(TASK)
+    assert "Customer:" not in make_agent("react", ToyEnv(), ScriptedLLM(["x"]), examples=0).system_prompt(TASK)
 
 
 def test_factory():
     llm = ScriptedLLM(["x"])
-    assert isinstance(make_agent("fc", ToyEnv(), llm), FunctionCallingAgent)
-    assert isinstance(make_agent("ReAct", ToyEnv(), llm), ReactAgent)
+    assert make_agent("fc", ToyEnv(), llm).protocol.name == "function_calling"
+    assert isinstance(make_agent("ReAct", ToyEnv(), llm), PromptedAgent)
     assert {"act", "function_calling", "react"} <= set(agent_strategies())
     with pytest.raises(ValueError, match="unknown agent strategy"):
         make_agent("telepathy", ToyEnv(), llm)

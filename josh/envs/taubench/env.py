@@ -1,10 +1,9 @@
 """What the τ-bench-style domains (retail, airline) share: running a tool call on a copy-on-write state, JOSH goals
 from the gold write actions, the gold replay and τ-bench's outcome reward.
 
-A domain subclasses ``TauBenchEnv`` and sets ``name``, ``registry`` (tool name -> tool with ``writes``,
-``terminal``, ``schema``, ``check(arguments)`` and ``__call__(state, arguments)``), ``state_type`` and
-``details_of`` (a task's typed details with ``gold_calls()`` and ``outputs``); its ``__init__`` loads ``self.db``
-and sets ``self.tools``.
+A domain subclasses ``TauBenchEnv`` and sets ``name``, ``registry`` (tool name -> ``josh.envs.taubench.tools.Tool``),
+``state_type`` (an ``OverlayState``), ``load_db`` (data folder -> database) and ``load_tasks`` (split -> tasks); the
+data folder defaults to ``$JOSH_<NAME>_DATA``, else ``envs/<name>``.
 
 Decisions: the database comparison keeps τ-bench's type sensitivity (``57`` and ``57.0`` differ), which is harmless
 because both sides run the same tools and arguments are checked against the schemas. A goal completes when the
@@ -14,26 +13,51 @@ writes that fail on the data can still be matched; each call completes at most o
 
 from __future__ import annotations
 
+import os
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 from josh.envs.base import ConversationState
-from josh.envs.retail.reward import RetailReward, outputs_found
-from josh.envs.retail.state import canonical
+from josh.envs.taubench.reward import OutcomeReward, outputs_found
+from josh.envs.taubench.state import OverlayState, canonical
+from josh.envs.taubench.tasks import details_of
+from josh.envs.taubench.tools import Tool
 from josh.types import CallRecord, ErrorCategory, Message, Task, ToolCall, ToolResult
 
 
-class TauBenchEnv:
-    """The shared ``Env`` behaviour of the τ-bench domains (see the module docstring)."""
+def default_data_dir(name: str) -> Path:
+    """``$JOSH_<NAME>_DATA`` if set, else ``envs/<name>`` (where ``josh data download <name>`` puts it)."""
+    return Path(os.environ.get(f"JOSH_{name.upper()}_DATA", Path("envs") / name))
+
+
+class TauBenchEnv(ABC):
+    """The shared ``Env`` behaviour of the τ-bench domains (see the module docstring). The database is loaded once
+    per data folder and shared by all states."""
 
     name: ClassVar[str]
-    registry: ClassVar[Mapping[str, Any]]
-    state_type: ClassVar[type[ConversationState]]
-    details_of: ClassVar[Callable[[Task], Any]]
-    db: Any
+    registry: ClassVar[Mapping[str, Tool]]
+    state_type: ClassVar[type[OverlayState]]
+    load_db: ClassVar[Callable[[Path], Any]]
 
-    def __init__(self) -> None:
+    def __init__(self, data_dir: Path | str | None = None) -> None:
+        self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir(self.name)
+        self.db = type(self).load_db(self.data_dir)
+        self.tools: list[dict[str, Any]] = [tool.schema for tool in self.registry.values()]
+        self.goal_tools = self.write_tools = frozenset(name for name, tool in self.registry.items() if tool.writes)
+        self._tasks: dict[str, list[Task]] = {}
         self._gold_hashes: dict[tuple[str, str], str] = {}
+
+    @abstractmethod
+    def load_tasks(self, split: str) -> list[Task]:
+        """Read and check the tasks of ``split`` from the data folder."""
+
+    def tasks(self, split: str) -> list[Task]:
+        """The tasks of ``split`` (loaded and checked once)."""
+        if split not in self._tasks:
+            self._tasks[split] = self.load_tasks(split)
+        return self._tasks[split]
 
     def system_prompt(self, task: Task) -> str:
         """The domain policy (``policy.md`` of the data folder)."""
@@ -42,7 +66,7 @@ class TauBenchEnv:
     def reset(self, task: Task) -> Any:
         if task.env != self.name:
             raise ValueError(f"task {task.id} belongs to env {task.env!r}, not {self.name!r}")
-        return self.state_type(task, self.db)  # type: ignore[call-arg]
+        return self.state_type(task, self.db)
 
     def call(self, state: Any, call: ToolCall) -> ToolResult:
         """Run one tool call on ``state``; bad calls come back as error results and change nothing."""
@@ -93,7 +117,7 @@ class TauBenchEnv:
     def gold_state(self, task: Task) -> Any:
         """A fresh state with the task's gold actions replayed (terminating tools skipped, as τ-bench does)."""
         state = self.reset(task)
-        for call in type(self).details_of(task).gold_calls():
+        for call in details_of(task).gold_calls():
             tool = self.registry.get(call.name)
             if tool is None or not tool.terminal:
                 self.call(state, call)
@@ -106,12 +130,12 @@ class TauBenchEnv:
             self._gold_hashes[key] = self.gold_state(task).data_hash()
         return self._gold_hashes[key]
 
-    def score(self, state: Any, messages: list[Message]) -> RetailReward:
+    def score(self, state: Any, messages: list[Message]) -> OutcomeReward:
         """The full outcome reward record: database check, output check, and the reward."""
         data_hash, gold_hash = state.data_hash(), self.gold_hash(state.task)
-        outputs = outputs_found(type(self).details_of(state.task).outputs, messages)
+        outputs = outputs_found(details_of(state.task).outputs, messages)
         success = data_hash == gold_hash and all(outputs.values())
-        return RetailReward(
+        return OutcomeReward(
             reward=1.0 if success else 0.0,
             r_actions=data_hash == gold_hash,
             data_hash=data_hash,

@@ -22,10 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from josh.envs.toolwoz.normalize import is_no_constraint, normalize
-from josh.envs.toolwoz.task import BOOK_SLOTS, ENTITY_KEY, details_of
-from josh.types import Message, Task
-from josh.users.agenda_text import (
+from josh.envs.toolwoz.agenda_text import (
     asks_about,
     attribute_list,
     book_phrase,
@@ -37,6 +34,9 @@ from josh.users.agenda_text import (
     sentences,
     slot_noun,
 )
+from josh.envs.toolwoz.normalize import is_no_constraint, normalize, plain_text
+from josh.envs.toolwoz.task import BOOK_SLOTS, ENTITY_KEY, details_of
+from josh.types import Message, Task
 from josh.users.base import UserTurn
 
 _SEARCH_ORDER = {
@@ -59,14 +59,9 @@ _WORD = re.compile(r"\w+")
 _CODE = re.compile(r"[a-z0-9]{5,}")
 
 
-def _text(text: str) -> str:
-    """Lower-case, apostrophes dropped, white space collapsed: the form every text match uses."""
-    return re.sub(r"\s+", " ", text.lower().replace("\u2019", "'").replace("'", "")).strip()
-
-
 def mentions(text: str, value: str) -> bool:
     """Whether a normalised ``text`` contains ``value`` as a whole phrase."""
-    needle = _text(value)
+    needle = plain_text(value)
     return bool(needle) and re.search(rf"(?<![a-z0-9]){re.escape(needle)}(?![a-z0-9])", text) is not None
 
 
@@ -210,7 +205,7 @@ class _Run:
         """Read one agent reply, move the position, say the next utterance."""
         self.turn += 1
         before = self.pos.key()
-        text = _text(reply[:READ_LIMIT])
+        text = plain_text(reply[:READ_LIMIT])
         if self.pos.phase == "search":
             said = self.step_search(text)
         elif self.pos.phase == "book":

@@ -1,5 +1,6 @@
-"""A deterministic rule-based retail user for tests: opens with the task's request, says "yes" to questions,
-and stops once the agent reports back without a question (or after a number of agent replies)."""
+"""A deterministic rule-based τ-bench customer (retail, airline) for tests and gold runs: opens with the task's
+request, says "yes" to questions, and stops once the agent reports back without a question (or after a number of
+agent replies)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def opening_line(task: Task) -> str:
     return f"Hi! {request}"
 
 
-class RetailScriptedUser:
+class TauScriptedUser:
     """Stateless and deterministic; the reply depends only on the transcript.
 
     * no agent reply yet: the opening line;

@@ -12,7 +12,7 @@ from josh.types import Message
 SUCCESS_TOLERANCE = 1e-6
 
 
-class RetailReward(BaseModel):
+class OutcomeReward(BaseModel):
     """The outcome reward of one conversation and why: database check and required-output check."""
 
     reward: float

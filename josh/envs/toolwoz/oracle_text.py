@@ -6,6 +6,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from josh.envs.toolwoz.phrases import SLOT_PHRASES
+
 DOMAIN_WORDS = {
     "restaurant": r"restaurant|place to eat|somewhere to eat|\bfood\b|\bdine\b|dinner|lunch",
     "hotel": r"hotel|guest ?house|place to stay|somewhere to stay|accommodation|lodging",
@@ -31,23 +33,6 @@ _QUESTION = {
     "stay": "how many nights",
 }
 _TYPE_QUESTION = {"hotel": "would you prefer a hotel or a guesthouse", "attraction": "what type of attraction"}
-
-_DESCRIBE = {
-    "name": "called {v}",
-    "food": "serving {v} food",
-    "area": "in the {v}",
-    "pricerange": "in the {v} price range",
-    "stars": "with {v} stars",
-    "type": "of type {v}",
-    "departure": "from {v}",
-    "destination": "to {v}",
-    "day": "on {v}",
-    "leaveAt": "leaving after {v}",
-    "arriveBy": "arriving by {v}",
-    "people": "for {v} people",
-    "time": "at {v}",
-    "stay": "for {v} nights",
-}
 
 ATTRIBUTES = {
     "phone": (r"phone", "phone number"),
@@ -101,7 +86,7 @@ def _describe(key: str, value: Any) -> str:
         return ("without " if str(value).lower() == "no" else "with ") + key
     if key == "people" and str(value).strip() == "1":
         return "for 1 person"
-    return _DESCRIBE.get(key, key + " {v}").format(v=value)
+    return SLOT_PHRASES.get(key, key + " {v}").format(v=value)
 
 
 def describe(args: Mapping[str, Any]) -> str:

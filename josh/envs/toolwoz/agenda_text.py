@@ -7,6 +7,8 @@ import re
 from collections.abc import Sequence
 from functools import cache
 
+from josh.envs.toolwoz.phrases import SLOT_PHRASES
+
 _INTENT = {
     "restaurant": (
         "I'm looking for a restaurant.",
@@ -22,18 +24,8 @@ _INTENT = {
     "train": ("I need a train.", "I'm looking for a train.", "Can you help me find a train?"),
 }
 
-_SEARCH = {
-    "name": "called {v}",
-    "food": "serving {v} food",
-    "area": "in the {v}",
-    "pricerange": "in the {v} price range",
-    "stars": "with a {v} star rating",
-    "departure": "from {v}",
-    "destination": "to {v}",
-    "day": "on {v}",
-    "leaveAt": "leaving after {v}",
-    "arriveBy": "arriving by {v}",
-}
+_SEARCH_SLOTS = ("name", "food", "area", "pricerange", "departure", "destination", "day", "leaveAt", "arriveBy")
+_SEARCH = {**{slot: SLOT_PHRASES[slot] for slot in _SEARCH_SLOTS}, "stars": "with a {v} star rating"}
 _TYPE = {"hotel": "that is a {v}", "attraction": "of the {v} type"}
 _YES_NO = {
     ("parking", True): "with free parking",
@@ -41,7 +33,7 @@ _YES_NO = {
     ("internet", True): "with free internet",
     ("internet", False): "without free internet",
 }
-_BOOK = {"people": "for {v} people", "day": "on {v}", "time": "at {v}", "stay": "for {v} nights"}
+_BOOK = {slot: SLOT_PHRASES[slot] for slot in ("people", "day", "time", "stay")}
 
 _NOUN = {
     "name": "name",
