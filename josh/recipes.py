@@ -15,11 +15,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from josh.extract import ExtractConfig
+from josh.grpo_spec import GRPOSpec
 from josh.llm.base import Sampling
 from josh.search import SearchConfig
 from josh.warmstart import WarmStartConfig
 
-Method = Literal["sft", "kto", "dpo"]
+Method = Literal["sft", "kto", "dpo", "tree", "grpo"]
 
 
 class RecipeError(ValueError):
@@ -38,7 +39,8 @@ class ModelSpec(_Strict):
     attn_implementation: str | None = None
     chat_template: str | None = Field(None, description="path to a Jinja training template that replaces the model's")
     adapter: str | None = Field(
-        None, description="SFT only: continue training this LoRA adapter folder instead of starting a fresh adapter"
+        None,
+        description="SFT, tree and GRPO: continue training this LoRA adapter folder instead of starting a fresh adapter",
     )
 
 
@@ -109,6 +111,14 @@ class DPOSpec(_Strict):
     loss_type: str = "sigmoid"
 
 
+class TreeSpec(_Strict):
+    """Advantage-weighted log-likelihood on sibling turns with tree advantages (``josh extract --format tree``)."""
+
+    negative_weight: float = Field(
+        1.0, ge=0.0, description="scale of negative advantages (0: train only on turns above their siblings' mean)"
+    )
+
+
 class TrainRecipe(_Strict):
     """One fine-tuning run: model, adapter, quantisation, method hyperparameters, data and output."""
 
@@ -126,15 +136,17 @@ class TrainRecipe(_Strict):
     sft: SFTSpec = Field(default_factory=SFTSpec)
     kto: KTOSpec = Field(default_factory=KTOSpec)
     dpo: DPOSpec = Field(default_factory=DPOSpec)
+    tree: TreeSpec = Field(default_factory=TreeSpec)
+    grpo: GRPOSpec = Field(default_factory=GRPOSpec)
 
     @model_validator(mode="after")
     def _check_method(self) -> TrainRecipe:
         if self.quantization.load_in_4bit and not self.lora.enabled:
             raise ValueError("quantization.load_in_4bit needs lora.enabled: 4-bit weights cannot be trained directly")
-        if self.model.adapter and (self.method != "sft" or not self.lora.enabled):
+        if self.model.adapter and (self.method not in ("sft", "tree", "grpo") or not self.lora.enabled):
             raise ValueError(
-                "model.adapter (continue a LoRA adapter) needs method sft with lora.enabled; KTO and DPO take their "
-                "reference from the adapter-free base, so they start from a fresh adapter"
+                "model.adapter (continue a LoRA adapter) needs method sft, tree or grpo with lora.enabled; KTO and DPO "
+                "take their reference from the adapter-free base, so they start from a fresh adapter"
             )
         return self
 
