@@ -96,3 +96,15 @@ def tree(
 ) -> None:
     """Advantage-weighted log-likelihood on sibling turns (josh extract --format tree)."""
     run_command("tree", recipe, overrides or [], data, output, resume)
+
+
+@train_app.command()
+def grpo(
+    recipe: Path = _recipe_option("grpo"),
+    overrides: list[str] = SetOpt,
+    output: Path = OutputOpt,
+    resume: bool = ResumeOpt,
+) -> None:
+    """Online GRPO: whole conversations in the recipe's environment with its user simulator, rewarded by the
+    environment (the grpo section of the recipe names the tasks, agent and user)."""
+    run_command("grpo", recipe, overrides or [], None, output, resume)

@@ -165,5 +165,9 @@ def _finish(
         "trainer_metrics": result.metrics,
         "loss_curve": callback.history,
     }
+    rollouts = getattr(trainer, "josh_rollouts", None)  # GRPO: the conversations it rolled out and skipped
+    if rollouts is not None:
+        metrics["rollouts"] = rollouts.model_dump()
+        print(rollouts.line())
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
     return metrics
