@@ -105,6 +105,5 @@ def grpo(
     output: Path = OutputOpt,
     resume: bool = ResumeOpt,
 ) -> None:
-    """Online GRPO: whole conversations in the recipe's environment with its user simulator, rewarded by the
-    environment (the grpo section of the recipe names the tasks, agent and user)."""
+    """Online GRPO on whole conversations with a user simulator, rewarded by the environment (recipe: grpo)."""
     run_command("grpo", recipe, overrides or [], None, output, resume)

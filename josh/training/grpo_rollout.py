@@ -131,7 +131,7 @@ class RolloutStats(BaseModel):
 
 
 @dataclass
-class Sequence:
+class Encoded:
     """One rollout as GRPO trains it (or why it is skipped)."""
 
     prompt_ids: list[int]
@@ -141,7 +141,7 @@ class Sequence:
     skip: str | None = None
 
 
-def encode(record: Any, trace: Trace, agent: Any, task: Task, tokenizer: Any, max_length: int) -> Sequence:
+def encode(record: Any, trace: Trace, agent: Any, task: Task, tokenizer: Any, max_length: int) -> Encoded:
     """Token ids of a finished conversation with the agent's tokens marked, or a skipped placeholder."""
     reason = _failure(record, trace)
     if reason is None:
@@ -156,9 +156,9 @@ def encode(record: Any, trace: Trace, agent: Any, task: Task, tokenizer: Any, ma
             reason = "too_long"
         else:
             start, end = own[0], own[-1] + 1
-            return Sequence(ids[:start], ids[start:end], mask[start:end], float(record.reward))
+            return Encoded(ids[:start], ids[start:end], mask[start:end], float(record.reward))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    return Sequence([pad], [tokenizer.eos_token_id], [0], None, reason)
+    return Encoded([pad], [tokenizer.eos_token_id], [0], None, reason)
 
 
 def _failure(record: Any, trace: Trace) -> str | None:
@@ -186,7 +186,7 @@ async def converse(env: Env, task: Task, agent: Any, user: Any, max_turns: int) 
         return None, trace
 
 
-def mark_equal_groups(sequences: list[Sequence], keys: list[str], size: int, stats: RolloutStats) -> None:
+def mark_equal_groups(sequences: list[Encoded], keys: list[str], size: int, stats: RolloutStats) -> None:
     """Skip every complete group (``size`` consecutive rollouts of one task) whose scored rewards are all equal."""
     for start in range(0, len(sequences), size):
         group, names = sequences[start : start + size], set(keys[start : start + size])
@@ -209,7 +209,7 @@ def run_batch(coroutines: list[Any]) -> list[Any]:
     return asyncio.run(gather())
 
 
-def tally(stats: RolloutStats, records: list[Any], sequences: list[Sequence], started: float) -> None:
+def tally(stats: RolloutStats, records: list[Any], sequences: list[Encoded], started: float) -> None:
     """Add one batch's conversations, costs and skips to ``stats``."""
     stats.conversations += len(sequences)
     for record, seq in zip(records, sequences, strict=True):
