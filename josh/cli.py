@@ -272,9 +272,14 @@ def extract(
     skip_bad_lines: bool = typer.Option(
         False, "--skip-bad-lines", help="skip trees.jsonl lines that are not trees (counted as unreadable)"
     ),
+    formats: list[str] = typer.Option(
+        None, "--format", help="file to write, repeatable: sft, kto, dpo (default: all three) or tree (advantages)"
+    ),
+    subtree: str = typer.Option("max", help="tree format: a turn's subtree reward is the max or mean of its leaves"),
 ) -> None:
-    """Turn rollout trees into sft.jsonl, kto.jsonl and dpo.jsonl (TRL conversational formats)."""
-    from josh.extract import ExtractConfig, extract_run
+    """Turn rollout trees into sft.jsonl, kto.jsonl and dpo.jsonl (TRL conversational formats), or tree.jsonl."""
+    from josh.advantages import AdvantageConfig
+    from josh.extract import TRL_FORMATS, ExtractConfig, extract_run
 
     with reported():
         config = ExtractConfig(
@@ -282,12 +287,26 @@ def extract(
             drop_errors=[] if keep_errors else ExtractConfig().drop_errors,
             trim_at_failure=trim_at_failure,
         )
-        stats, out_dir = extract_run(run, out, config, tokenizer=tokenizer, skip_bad_lines=skip_bad_lines)
+        chosen = tuple(dict.fromkeys(formats)) if formats else TRL_FORMATS
+        stats, out_dir = extract_run(
+            run, out, config, tokenizer=tokenizer, skip_bad_lines=skip_bad_lines, formats=chosen,
+            advantages=AdvantageConfig(subtree=subtree),
+        )  # fmt: skip
+    parts = []
+    if set(chosen) & set(TRL_FORMATS):
+        parts.append(
+            f"{stats.accepted}/{stats.trees} trees used ({stats.trimmed} trimmed): {stats.sft} SFT, "
+            f"{stats.kto_desirable} good + {stats.kto_undesirable} bad KTO, {stats.dpo} DPO rows"
+        )
+    if "tree" in chosen:
+        parts.append(
+            f"{stats.tree_rows} tree rows from {stats.tree_groups - stats.tree_zero_groups} sibling groups of "
+            f"{stats.trees} trees ({stats.tree_zero_groups} groups with equal rewards skipped)"
+        )
     typer.echo(
-        f"{stats.accepted}/{stats.trees} trees used ({stats.trimmed} trimmed): {stats.sft} SFT, {stats.kto_desirable} good + "
-        f"{stats.kto_undesirable} bad KTO, {stats.dpo} DPO rows -> {out_dir}"
+        "; ".join(parts) + f" -> {out_dir}"
         + (f" ({stats.unreadable} unreadable lines skipped)" if stats.unreadable else "")
-    )
+    )  # fmt: skip
 
 
 @app.command()

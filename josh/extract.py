@@ -15,6 +15,10 @@ file, first occurrence kept.
 
 ``extract_random`` is the no-selection control: one random root-to-leaf branch per tree as an SFT row, whatever
 its reward, under the same error rule.
+
+The ``tree`` format (``tree.jsonl``, ``josh.advantages``) holds every sibling turn of every branching point of every
+searched tree, whatever its reward, with its turn-level advantage; groups whose advantages are all zero are skipped
+and counted (``tree_zero_groups``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from josh.advantages import AdvantageConfig, AdvantageStats, advantage_rows
 from josh.jsonl import CorruptLineError, read_models
 from josh.tree import Node, Tree, path_messages
 from josh.types import ErrorCategory, Message
@@ -35,6 +40,14 @@ from josh.types import ErrorCategory, Message
 Row = dict[str, Any]
 STATS_FILE = "extract_stats.json"
 TokenCounter = Callable[[str], int]
+TRL_FORMATS = ("sft", "kto", "dpo")
+FORMATS = (*TRL_FORMATS, "tree")
+FIELDS: dict[str, tuple[str, ...]] = {
+    "sft": ("messages",),
+    "kto": ("prompt", "completion"),
+    "dpo": ("prompt", "chosen", "rejected"),
+    "tree": ("prompt", "completion"),
+}
 
 
 class ExtractConfig(BaseModel):
@@ -70,16 +83,20 @@ class ExtractStats(BaseModel):
     kto_conflicts_dropped: int = 0
     duplicates_dropped: int = 0
     dpo: int = 0
+    tree_groups: int = 0
+    tree_zero_groups: int = 0
+    tree_rows: int = 0
     tokens: dict[str, int] = Field(default_factory=dict)
     token_counter: str = "whitespace"
 
 
 class Extracted(BaseModel):
-    """The rows of the three files."""
+    """The rows of the files."""
 
     sft: list[Row] = Field(default_factory=list)
     kto: list[Row] = Field(default_factory=list)
     dpo: list[Row] = Field(default_factory=list)
+    tree: list[Row] = Field(default_factory=list)
 
 
 def read_trees(path: str | Path, stats: ExtractStats | None = None, *, skip_bad_lines: bool = False) -> Iterator[Tree]:
@@ -305,17 +322,22 @@ def _trees_file(trees_path: str | Path) -> Path:
     return path
 
 
-def _write_all(out_dir: Path, rows: Extracted, stats: ExtractStats, count: TokenCounter) -> None:
+def _write_all(
+    out_dir: Path, rows: Extracted, stats: ExtractStats, count: TokenCounter, formats: tuple[str, ...] = TRL_FORMATS
+) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    for name, fields in (
-        ("sft", ("messages",)),
-        ("kto", ("prompt", "completion")),
-        ("dpo", ("prompt", "chosen", "rejected")),
-    ):
+    for name in formats:
         data: list[Row] = getattr(rows, name)
         _write_jsonl(out_dir / f"{name}.jsonl", data)
-        stats.tokens[name] = sum(_row_tokens(r, fields, count) for r in data)
+        stats.tokens[name] = sum(_row_tokens(r, FIELDS[name], count) for r in data)
     (out_dir / STATS_FILE).write_text(stats.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+def _tree_rows(trees: list[Tree], config: AdvantageConfig, stats: ExtractStats) -> list[Row]:
+    found = AdvantageStats()
+    rows = advantage_rows(trees, config, found)
+    stats.tree_groups, stats.tree_zero_groups, stats.tree_rows = found.groups, found.zero_groups, found.rows
+    return rows
 
 
 def extract(
@@ -326,14 +348,23 @@ def extract(
     count_tokens: TokenCounter | None = None,
     counter_name: str = "whitespace",
     skip_bad_lines: bool = False,
+    formats: tuple[str, ...] = TRL_FORMATS,
+    advantages: AdvantageConfig | None = None,
 ) -> ExtractStats:
-    """Read ``trees_path`` (a file or a run folder) and write ``sft.jsonl``, ``kto.jsonl``, ``dpo.jsonl`` and
-    ``extract_stats.json`` to ``out_dir`` (named so it never overwrites the rollout's own ``stats.json``).
+    """Read ``trees_path`` (a file or a run folder) and write ``<format>.jsonl`` for each of ``formats`` (default
+    ``sft``, ``kto``, ``dpo``; ``tree`` adds the turn-level advantages) and ``extract_stats.json`` to ``out_dir``
+    (named so it never overwrites the rollout's own ``stats.json``).
     A line that is not a tree stops it (nothing is written) unless ``skip_bad_lines``."""
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown or not formats:
+        raise ValueError(f"unknown format {', '.join(unknown) or '(none)'}; choose from {', '.join(FORMATS)}")
     config = config or ExtractConfig()
     stats = ExtractStats(token_counter=counter_name if count_tokens else "whitespace")
-    rows = extract_rows(read_trees(_trees_file(trees_path), stats, skip_bad_lines=skip_bad_lines), config, stats)
-    _write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens)
+    trees = list(read_trees(_trees_file(trees_path), stats, skip_bad_lines=skip_bad_lines))
+    rows = extract_rows(trees, config, stats) if set(formats) & set(TRL_FORMATS) else Extracted()
+    if "tree" in formats:
+        rows.tree = _tree_rows(trees, advantages or AdvantageConfig(), stats)
+    _write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens, formats)
     return stats
 
 
@@ -371,11 +402,16 @@ def extract_run(
     *,
     tokenizer: str | None = None,
     skip_bad_lines: bool = False,
+    formats: tuple[str, ...] = TRL_FORMATS,
+    advantages: AdvantageConfig | None = None,
 ) -> tuple[ExtractStats, Path]:
     """``josh extract``: files go to ``out`` or, by default, next to the trees."""
     run = Path(run)
     out_dir = Path(out) if out else (run if run.is_dir() else run.parent)
     counter = hf_token_counter(tokenizer) if tokenizer else None
     name = tokenizer or "whitespace"
-    stats = extract(run, out_dir, config, count_tokens=counter, counter_name=name, skip_bad_lines=skip_bad_lines)
+    stats = extract(
+        run, out_dir, config, count_tokens=counter, counter_name=name, skip_bad_lines=skip_bad_lines,
+        formats=formats, advantages=advantages,
+    )  # fmt: skip
     return stats, out_dir

@@ -14,6 +14,7 @@ and/or KTO → evaluation on the same held-out tasks, optional controls, and a r
     round-R/merge-sft/               the SFT policy folded into a full model (kto_from: sft)
     round-R/train-kto/ eval-kto/     the KTO arm: JOSH-KTO on the base, or JOSH-SFT+KTO on merge-sft
     round-R/control-random/data/ train/ eval/   one random branch per tree instead of the ideal path
+    round-R/extract-tree/ train-tree/ eval-tree/ train-grpo/ eval-grpo/   the tree and GRPO arms (josh.loop_online)
     report.md, report.json, plots/
 
 The SFT arm is retrained from the base model each round on the warm-start rows plus every round's ideal paths so
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from josh.loop_online import OnlineArms
 from josh.loop_result import LoopResult, Note, Pair, RoundRecord
 from josh.stages import ENDED, Stages, Unfinished, count_rows
 
@@ -37,7 +39,7 @@ RETRAIN_SEED_OFFSET = 1000  # control-retrain's training seed, past the warm sta
 Model = tuple[Path, str]  # an evaluated adapter and its label
 
 
-class Loop(Stages):
+class Loop(OnlineArms, Stages):
     """Runs one seed of a ``LoopRecipe`` stage by stage; see the module docstring."""
 
     def run(self) -> LoopResult:
@@ -79,6 +81,7 @@ class Loop(Stages):
             self.compare("warm start", "base", "warm start")
             self.policy, self.policy_label = adapter, "warm start"
         start = self.policy_label
+        self.grpo_start = self.policy if isinstance(self.policy, Path) else None
         if recipe.controls.retrain:
             self._retrain_control(warm, start)
         final: str | None = None
@@ -130,6 +133,10 @@ class Loop(Stages):
             models["sft"] = self._sft_arm(r, folder, prior, extracted, start, policy_label)
         if recipe.kto is not None:
             models["kto"] = self._kto_arm(r, folder, extracted, models.get("sft"), policy_label)
+        if recipe.tree is not None:
+            models["tree"] = self.tree_arm(r, folder, rollouts, policy, policy_label)
+        if recipe.grpo is not None:
+            models["grpo"] = self.grpo_arm(r, folder, policy_label)
         if recipe.controls.random and (recipe.controls.rounds is None or r in recipe.controls.rounds):
             record.control = self._random_control(r, folder, rollouts, prior, start, policy_label)
         if recipe.accumulate:

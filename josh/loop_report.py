@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from josh.arm_costs import ArmCost, arm_costs
 from josh.jsonl import iter_jsonl
 from josh.loop_result import LoopResult, RoundRecord
 from josh.metrics import Interval, Summary, paired_difference
@@ -76,6 +77,9 @@ class HarvestEntry(BaseModel):
     token_counter: str = "whitespace"
     control_rows: int | None = None
     control_tokens: int | None = None
+    tree_rows: int | None = None
+    tree_groups: int | None = None
+    tree_zero_groups: int | None = None
 
     @property
     def rewarded_per_100_calls(self) -> float:
@@ -115,6 +119,7 @@ class LoopReport(BaseModel):
     harvest: list[HarvestEntry] = Field(default_factory=list)
     training: list[TrainEntry] = Field(default_factory=list)
     notes: list[NoteEntry] = Field(default_factory=list)
+    costs: list[ArmCost] = Field(default_factory=list, description="LLM calls and tokens behind each model")
     unfinished: str | None = Field(None, description="the first stage that has not finished, if any")
 
     def model(self, label: str) -> ModelEntry | None:
@@ -186,6 +191,10 @@ def _harvest(record: RoundRecord) -> HarvestEntry:
     control = _read_json(record.control / "extract_stats.json") if record.control is not None else None
     if control is not None:
         entry.control_rows, entry.control_tokens = control.get("sft", 0), control.get("tokens", {}).get("sft", 0)
+    tree = _read_json(record.tree / "extract_stats.json") if record.tree is not None else None
+    if tree is not None:
+        entry.tree_rows, entry.tree_groups = tree.get("tree_rows", 0), tree.get("tree_groups", 0)
+        entry.tree_zero_groups = tree.get("tree_zero_groups", 0)
     return entry
 
 
@@ -231,6 +240,7 @@ def build_report(result: LoopResult, *, title: str) -> LoopReport:
         harvest=[_harvest(r) for r in result.rounds],
         training=_training(result),
         notes=[NoteEntry(arm=n.arm, round=n.round, message=n.message) for n in result.notes],
+        costs=arm_costs(result),
         unfinished=result.unfinished,
     )
 

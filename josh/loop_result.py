@@ -35,6 +35,8 @@ class RoundRecord:
     rollouts: Path
     extract: Path
     control: Path | None = None
+    tree: Path | None = None  # the tree arm's extraction folder
+    grpo: Path | None = None  # the GRPO arm's training folder (its rollouts' LLM calls are in metrics.json)
 
 
 @dataclass

@@ -14,12 +14,14 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from josh.advantages import AdvantageConfig
 from josh.extract import ExtractConfig
+from josh.grpo_spec import GRPOSpec
 from josh.llm.base import Sampling
 from josh.search import SearchConfig
 from josh.warmstart import WarmStartConfig
 
-Method = Literal["sft", "kto", "dpo"]
+Method = Literal["sft", "kto", "dpo", "tree", "grpo"]
 
 
 class RecipeError(ValueError):
@@ -38,7 +40,8 @@ class ModelSpec(_Strict):
     attn_implementation: str | None = None
     chat_template: str | None = Field(None, description="path to a Jinja training template that replaces the model's")
     adapter: str | None = Field(
-        None, description="SFT only: continue training this LoRA adapter folder instead of starting a fresh adapter"
+        None,
+        description="SFT, tree and GRPO: continue training this LoRA adapter folder instead of starting a fresh adapter",
     )
 
 
@@ -109,6 +112,14 @@ class DPOSpec(_Strict):
     loss_type: str = "sigmoid"
 
 
+class TreeSpec(_Strict):
+    """Advantage-weighted log-likelihood on sibling turns with tree advantages (``josh extract --format tree``)."""
+
+    negative_weight: float = Field(
+        1.0, ge=0.0, description="scale of negative advantages (0: train only on turns above their siblings' mean)"
+    )
+
+
 class TrainRecipe(_Strict):
     """One fine-tuning run: model, adapter, quantisation, method hyperparameters, data and output."""
 
@@ -126,15 +137,17 @@ class TrainRecipe(_Strict):
     sft: SFTSpec = Field(default_factory=SFTSpec)
     kto: KTOSpec = Field(default_factory=KTOSpec)
     dpo: DPOSpec = Field(default_factory=DPOSpec)
+    tree: TreeSpec = Field(default_factory=TreeSpec)
+    grpo: GRPOSpec = Field(default_factory=GRPOSpec)
 
     @model_validator(mode="after")
     def _check_method(self) -> TrainRecipe:
         if self.quantization.load_in_4bit and not self.lora.enabled:
             raise ValueError("quantization.load_in_4bit needs lora.enabled: 4-bit weights cannot be trained directly")
-        if self.model.adapter and (self.method != "sft" or not self.lora.enabled):
+        if self.model.adapter and (self.method not in ("sft", "tree", "grpo") or not self.lora.enabled):
             raise ValueError(
-                "model.adapter (continue a LoRA adapter) needs method sft with lora.enabled; KTO and DPO take their "
-                "reference from the adapter-free base, so they start from a fresh adapter"
+                "model.adapter (continue a LoRA adapter) needs method sft, tree or grpo with lora.enabled; KTO and DPO "
+                "take their reference from the adapter-free base, so they start from a fresh adapter"
             )
         return self
 
@@ -300,6 +313,9 @@ class ControlsSpec(_Strict):
     rounds: list[int] | None = Field(None, description="rounds with control-random (default: every round)")
 
 
+ARMS = ("sft", "kto", "tree", "grpo")
+
+
 class LoopRecipe(_Strict):
     """``josh loop``: baseline eval, optional scripted warm start, then rounds of rollouts, extraction, training
     (SFT and/or KTO arms) and evaluation. Stages live under ``<output_dir>/<name>/`` (``seed-K/`` per seed when
@@ -321,7 +337,16 @@ class LoopRecipe(_Strict):
     extract: ExtractConfig = Field(default_factory=ExtractConfig)
     sft: TrainRecipe | None = None
     kto: TrainRecipe | None = None
-    policy: Literal["sft", "kto"] | None = Field(None, description="arm whose checkpoint runs the next round")
+    tree: TrainRecipe | None = Field(
+        None, description="the tree arm: tree advantages of each round's search, continuing the policy that searched"
+    )
+    grpo: TrainRecipe | None = Field(
+        None, description="the GRPO arm: online GRPO on each round's rollout tasks, from the start policy onwards"
+    )
+    advantages: AdvantageConfig = Field(default_factory=AdvantageConfig, description="tree arm: subtree reward")
+    policy: Literal["sft", "kto", "tree", "grpo"] | None = Field(
+        None, description="arm whose checkpoint runs the next round"
+    )
     kto_from: Literal["base", "sft"] = Field(
         "base",
         description="base: the KTO arm trains a fresh adapter on the base model (JOSH-KTO); sft: on the round's SFT "
@@ -342,11 +367,11 @@ class LoopRecipe(_Strict):
 
     @model_validator(mode="after")
     def _check_arms(self) -> LoopRecipe:
-        if self.sft is None and self.kto is None:
-            raise ValueError("give at least one training arm: sft or kto")
+        if all(getattr(self, arm) is None for arm in ARMS):
+            raise ValueError("give at least one training arm: sft, kto, tree or grpo")
         if self.warm_start is not None and self.warm_start.enabled and self.sft is None:
             raise ValueError("warm_start trains with the sft recipe: add an sft arm")
-        for method in ("sft", "kto"):
+        for method in ARMS:
             arm = getattr(self, method)
             if arm is not None and arm.model.name != self.setup.model:
                 raise ValueError(
@@ -367,13 +392,18 @@ class LoopRecipe(_Strict):
                 "sft_from: policy continues the policy's adapter with SFT on the base model, but policy kto's adapter "
                 "belongs to another base; use policy: sft or sft_from: base"
             )
+        if self.kto_from == "sft" and self.policy == "kto" and (self.tree is not None or self.grpo is not None):
+            raise ValueError(
+                "the tree and GRPO arms continue adapters of the base model, but policy kto with kto_from: sft is an "
+                "adapter of the merged SFT policy; use policy sft or kto_from: base"
+            )
         if self.controls.random and self.sft is None:
             raise ValueError("controls.random trains exactly like the SFT arm: add an sft arm")
         return self
 
     @property
     def policy_arm(self) -> str:
-        return self.policy or ("sft" if self.sft is not None else "kto")
+        return self.policy or next(arm for arm in ARMS if getattr(self, arm) is not None)
 
     @property
     def run_dir(self) -> Path:

@@ -125,6 +125,8 @@ def harvest_rows(report: LoopReport) -> tuple[list[str], list[list[str]]]:
     header += ["KTO good + bad / tokens", "LLM calls", "rewarded per 100 calls", "search wall"]
     control = any(h.control_rows is not None for h in report.harvest)
     header += ["control-random rows / tokens"] if control else []
+    tree = any(h.tree_rows is not None for h in report.harvest)
+    header += ["tree rows (groups used / equal skipped)"] if tree else []
     rows = []
     for h in report.harvest:
         row = [str(h.round), h.policy, str(h.trees), str(h.rewarded), f"{h.accepted} ({h.trimmed})"]
@@ -132,6 +134,9 @@ def harvest_rows(report: LoopReport) -> tuple[list[str], list[list[str]]]:
         row += [f"{h.llm_calls:,}", f"{h.rewarded_per_100_calls:.2f}", f"{h.search_wall_s:.0f} s"]
         if control:
             row += ["-" if h.control_rows is None else f"{h.control_rows} / {h.control_tokens or 0:,}"]
+        if tree:
+            groups, zero = h.tree_groups or 0, h.tree_zero_groups or 0
+            row += ["-" if h.tree_rows is None else f"{h.tree_rows} ({groups - zero} / {zero})"]
         rows.append(row)
     return header, rows
 
@@ -153,6 +158,13 @@ def training_rows(report: LoopReport) -> tuple[list[str], list[list[str]]]:
         for t in report.training
     ]
     return ["run", "rows", "steps", "tokens seen", "final loss", "wall"], rows
+
+
+def cost_rows(report: LoopReport) -> tuple[list[str], list[list[str]]]:
+    """LLM calls and tokens behind each model (its training data's searches or rollouts), beside its reward."""
+    rewards = {m.label: fmt_interval(m.summary.average_reward) for m in report.models}
+    rows = [[c.label, c.spent_on, f"{c.llm_calls:,}", f"{c.tokens:,}", rewards.get(c.label, "-")] for c in report.costs]
+    return ["model", "LLM calls spent on", "LLM calls", "tokens", "average reward [95% CI]"], rows
 
 
 def note_lines(report: LoopReport) -> list[str]:
@@ -190,6 +202,16 @@ def write_loop_markdown(report: LoopReport, run_dir: Path) -> Path:
         counter = report.harvest[0].token_counter
         lines += ["## Harvest", "", f"Tokens counted with the {counter} tokenizer.", ""]
         lines += [*_md_table(*harvest_rows(report)), ""]
+    if any(c.round > 0 for c in report.costs):
+        lines += [
+            "## Cost per model",
+            "",
+            "LLM calls (agent and user) and tokens spent producing each model's training data: a JOSH arm's model of "
+            "round R learned from the searches of rounds 1..R, a GRPO model from its own training rollouts.",
+            "",
+            *_md_table(*cost_rows(report)),
+            "",
+        ]
     if report.comparisons:
         lines += [
             "## Paired comparisons",
@@ -223,6 +245,8 @@ def print_loop_report(report: LoopReport, console: Console) -> None:
         header, rows = harvest_rows(report)
         keep = [i for i, name in enumerate(header) if name not in TERMINAL_HIDDEN]
         _print_table(console, "harvest per round", [header[i] for i in keep], [[r[i] for i in keep] for r in rows])
+    if any(c.round > 0 for c in report.costs):
+        _print_table(console, "LLM calls behind each model", *cost_rows(report))
     shown = [c for c in report.comparisons if c.role != "vs base"]
     if shown:
         _print_table(console, "paired comparisons (per-task differences)", *comparison_rows(shown))

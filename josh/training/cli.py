@@ -1,4 +1,4 @@
-"""``josh train sft|kto|dpo`` and ``python -m josh.training ...`` (the ``accelerate launch`` entry point).
+"""``josh train sft|kto|dpo|tree|grpo`` and ``python -m josh.training ...`` (the ``accelerate launch`` entry point).
 
 Heavy imports (torch, transformers, trl) happen inside the commands so ``--help`` stays fast.
 """
@@ -12,7 +12,8 @@ import typer
 from josh.cli_errors import reported
 
 train_app = typer.Typer(
-    help="Fine-tune an agent on extracted SFT / KTO / DPO data (LoRA, optional 4-bit, TRL + accelerate).",
+    help="Fine-tune an agent on extracted SFT / KTO / DPO / tree data, or online with GRPO (LoRA, optional 4-bit, "
+    "TRL + accelerate).",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
@@ -83,3 +84,26 @@ def dpo(
 ) -> None:
     """DPO on chosen/rejected agent turns."""
     run_command("dpo", recipe, overrides or [], data, output, resume)
+
+
+@train_app.command()
+def tree(
+    recipe: Path = _recipe_option("tree"),
+    overrides: list[str] = SetOpt,
+    data: Path = DataOpt,
+    output: Path = OutputOpt,
+    resume: bool = ResumeOpt,
+) -> None:
+    """Advantage-weighted log-likelihood on sibling turns (josh extract --format tree)."""
+    run_command("tree", recipe, overrides or [], data, output, resume)
+
+
+@train_app.command()
+def grpo(
+    recipe: Path = _recipe_option("grpo"),
+    overrides: list[str] = SetOpt,
+    output: Path = OutputOpt,
+    resume: bool = ResumeOpt,
+) -> None:
+    """Online GRPO on whole conversations with a user simulator, rewarded by the environment (recipe: grpo)."""
+    run_command("grpo", recipe, overrides or [], None, output, resume)

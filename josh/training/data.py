@@ -9,6 +9,7 @@ the tool list as one JSON string per row (TRL decodes it right before applying t
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "sft": ("messages",),
     "kto": ("prompt", "completion"),
     "dpo": ("prompt", "chosen", "rejected"),
+    "tree": ("prompt", "completion"),
 }
 
 
@@ -89,9 +91,13 @@ def normalise_row(row: Any, method: Method) -> dict[str, Any]:
     """Validate and normalise one JSONL row for ``method``; raises ``TypeError`` with the reason."""
     if not isinstance(row, dict):
         raise TypeError("a row must be a JSON object")
+    if method not in COLUMNS:
+        raise TypeError(f"the {method} method does not train on a rows file")
     missing = [c for c in COLUMNS[method] if c not in row]
     if method == "kto" and "label" not in row:
         missing.append("label")
+    if method == "tree" and "advantage" not in row:
+        missing.append("advantage")
     if missing:
         raise TypeError(f"missing {', '.join(missing)} (a {method} row has {', '.join(COLUMNS[method])})")
     out = {c: _messages(row[c], c) for c in COLUMNS[method]}
@@ -104,6 +110,11 @@ def normalise_row(row: Any, method: Method) -> dict[str, Any]:
         if not isinstance(row["label"], bool):
             raise TypeError(f"'label' must be true or false, got {row['label']!r}")
         out["label"] = row["label"]
+    if method == "tree":
+        advantage = row["advantage"]
+        if isinstance(advantage, bool) or not isinstance(advantage, int | float) or not math.isfinite(advantage):
+            raise TypeError(f"'advantage' must be a finite number, got {advantage!r}")
+        out["advantage"] = float(advantage)
     tools = row.get("tools") or []
     if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
         raise TypeError("'tools' must be a list of function schemas")
@@ -164,7 +175,7 @@ def rendered_length(tokenizer: Any, row: dict[str, Any], method: Method) -> int:
     tools = json.loads(row["tools"]) if row.get("tools") else None
     if method == "sft":
         sequences = [row["messages"]]
-    elif method == "kto":
+    elif method in ("kto", "tree"):
         sequences = [row["prompt"] + row["completion"]]
     else:
         sequences = [row["prompt"] + row["chosen"], row["prompt"] + row["rejected"]]

@@ -90,8 +90,7 @@ def write_model_card(run_dir: Path, recipe: TrainRecipe, metrics: dict[str, Any]
         f"A {kind} of `{base}` trained by josh ({recipe.method.upper()} with TRL) on tool-calling dialogues.",
         "",
         f"- base model: `{base}`{continued}",
-        f"- data: `{recipe.data}`, {metrics.get('rows', '?')} rows used (rows longer than max_length="
-        f"{recipe.max_length} tokens are skipped, never truncated)",
+        _data_line(recipe, metrics),
         "- recipe: `recipe.yaml` in this folder" + (f", from `{source}`" if source else ""),
         f"- training: {steps} optimizer step{'' if steps == 1 else 's'}{loss_text}; the loss curve is in "
         "`metrics.json`, the trainer's logs in `train.log`",
@@ -107,3 +106,16 @@ def write_model_card(run_dir: Path, recipe: TrainRecipe, metrics: dict[str, Any]
     card = run_dir / "README.md"
     card.write_text("\n".join(lines), encoding="utf-8")
     return card
+
+
+def _data_line(recipe: TrainRecipe, metrics: dict[str, Any]) -> str:
+    if recipe.method == "grpo":
+        g = recipe.grpo
+        return (
+            f"- data: online rollouts on {metrics.get('rows', '?')} {g.env} {g.split} tasks ({g.agent} agent, {g.user} "
+            f"user); conversations longer than max_length={recipe.max_length} tokens are skipped, never truncated"
+        )
+    return (
+        f"- data: `{recipe.data}`, {metrics.get('rows', '?')} rows used (rows longer than max_length="
+        f"{recipe.max_length} tokens are skipped, never truncated)"
+    )

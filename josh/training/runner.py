@@ -34,9 +34,9 @@ def last_checkpoint(run_dir: Path) -> Path | None:
 
 
 def _trainer_module(method: str) -> Any:
-    from josh.training import dpo, kto, sft
+    import importlib
 
-    return {"sft": sft, "kto": kto, "dpo": dpo}[method]
+    return importlib.import_module(f"josh.training.{method}")
 
 
 def _portable_base(name: str) -> str:
@@ -70,16 +70,37 @@ def _metrics_callback() -> Any:
 def prepare(recipe: TrainRecipe, *, resume: bool) -> tuple[list[dict[str, Any]], Any, Path | None]:
     """Everything that can fail cheaply: data, method checks, tokenizer, lengths, the run folder."""
     from josh.training.config import check_liger_kernel, check_report_to
+
+    check_report_to(recipe.report_to)
+    check_liger_kernel(recipe.optim.liger_kernel)
+    if recipe.method == "grpo":
+        rows, tokenizer = _trainer_module("grpo").prepare_tasks(recipe)
+    else:
+        rows, tokenizer = _prepare_rows(recipe)
+    run_dir = recipe.run_dir
+    checkpoint = last_checkpoint(run_dir) if run_dir.is_dir() else None
+    if resume and checkpoint is None:
+        raise RunExistsError(f"--resume: no checkpoint-N folder in {run_dir} to resume from")
+    if not resume and (checkpoint is not None or (run_dir / "metrics.json").exists()):
+        raise RunExistsError(f"{run_dir} already holds a run: pass --resume, or choose another --output / run_name")
+    return rows, tokenizer, checkpoint
+
+
+def _prepare_rows(recipe: TrainRecipe) -> tuple[list[dict[str, Any]], Any]:
+    """Read, check and length-filter the rows of a file-based method; the tokenizer with its training template."""
     from josh.training.model import load_tokenizer
 
     if recipe.data is None:
         raise RecipeError("no training data: set data in the recipe or pass --data PATH")
-    check_report_to(recipe.report_to)
-    check_liger_kernel(recipe.optim.liger_kernel)
     rows = data_mod.read_rows(recipe.data, recipe.method)
     if recipe.method == "kto":
         _trainer_module("kto").validate(recipe, rows)
-    tokenizer = load_tokenizer(recipe, need_masks=recipe.method == "sft" and recipe.sft.assistant_only_loss)
+    if recipe.method == "tree":
+        rows, zero = _trainer_module("tree").weighted_rows(recipe, rows)
+        if zero:
+            print(f"skipped {zero} row(s) whose advantage weight is 0 (nothing to learn from them)")
+    masks = recipe.method == "tree" or (recipe.method == "sft" and recipe.sft.assistant_only_loss)
+    tokenizer = load_tokenizer(recipe, need_masks=masks)
     rows, dropped = data_mod.drop_overlong(
         rows, lambda r: data_mod.rendered_length(tokenizer, r, recipe.method), recipe.max_length, recipe.data
     )
@@ -88,13 +109,7 @@ def prepare(recipe: TrainRecipe, *, resume: bool) -> tuple[list[dict[str, Any]],
     if recipe.method == "kto":
         _trainer_module("kto").validate(recipe, rows)
         data_mod.check_kto_labels(rows, recipe.data)
-    run_dir = recipe.run_dir
-    checkpoint = last_checkpoint(run_dir) if run_dir.is_dir() else None
-    if resume and checkpoint is None:
-        raise RunExistsError(f"--resume: no checkpoint-N folder in {run_dir} to resume from")
-    if not resume and (checkpoint is not None or (run_dir / "metrics.json").exists()):
-        raise RunExistsError(f"{run_dir} already holds a run: pass --resume, or choose another --output / run_name")
-    return rows, tokenizer, checkpoint
+    return rows, tokenizer
 
 
 def train(recipe: TrainRecipe, *, resume: bool = False, source: str | None = None, progress: bool = True) -> Path:
@@ -150,5 +165,9 @@ def _finish(
         "trainer_metrics": result.metrics,
         "loss_curve": callback.history,
     }
+    rollouts = getattr(trainer, "josh_rollouts", None)  # GRPO: the conversations it rolled out and skipped
+    if rollouts is not None:
+        metrics["rollouts"] = rollouts.model_dump()
+        print(rollouts.line())
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
     return metrics

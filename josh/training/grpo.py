@@ -1,0 +1,218 @@
+"""``josh train grpo``: online GRPO with TRL's ``GRPOTrainer`` on whole conversations in a josh environment.
+
+TRL owns the algorithm (group advantages, clipped policy loss, optional KL to the adapter-free reference, LoRA,
+4-bit, accelerate, wandb, checkpoints and resume); josh supplies the rollouts through TRL's ``rollout_func``
+(``josh.training.grpo_rollout``: the conversation loop with the user simulator, the environment's reward, skips) and
+a reward function that hands TRL the environment's reward of each rollout. The dataset is one row per training task
+whose prompt names the task; what the agent actually sees is built by josh for every rollout.
+
+TRL's built-in multi-turn support (``environment_factory``) was the other road: it exposes an environment's methods
+as tools in the model's native tool-call format and loops over tool calls only, so it has no place for a user
+simulator's turns, cannot run josh's ReACT or ACT text protocols, and parses calls with TRL's own schemas. A
+``rollout_func`` keeps every josh agent, user and environment as they are in evaluation and search.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from josh.recipes import RecipeError, TrainRecipe
+from josh.training.config import base_arguments
+from josh.training.model import lora_config
+
+NOT_IN_GRPO_CONFIG = ("max_length", "dataset_num_proc")
+
+
+def tasks_of(recipe: TrainRecipe) -> tuple[Any, list[Any]]:
+    """The environment and the training tasks the ``grpo`` section names."""
+    from josh.components import build_env
+
+    spec = recipe.grpo
+    env = build_env(spec.env, spec.data)
+    tasks = env.tasks(spec.split)
+    if spec.task_ids is not None:
+        by_id = {t.id: t for t in tasks}
+        missing = [i for i in spec.task_ids if i not in by_id]
+        if missing:
+            raise RecipeError(f"grpo.task_ids: {', '.join(missing[:5])} not in the {spec.split} split of {spec.env}")
+        return env, [by_id[i] for i in spec.task_ids]
+    end = spec.skip + spec.limit if spec.limit is not None else None
+    return env, tasks[spec.skip : end]
+
+
+def check_recipe(recipe: TrainRecipe, n_tasks: int) -> None:
+    """Refuse before any model loads: no tasks, batches that split groups, components GRPO cannot train."""
+    from josh.components import LLM_FREE_AGENTS, LLM_FREE_USERS
+    from josh.users import user_kinds
+
+    spec, opt = recipe.grpo, recipe.optim
+    if n_tasks == 0:
+        raise RecipeError(f"grpo: no {spec.split} tasks to train on (check grpo.split, skip, limit, task_ids)")
+    batch = opt.per_device_batch_size * opt.gradient_accumulation_steps
+    if batch % spec.num_generations:
+        raise RecipeError(
+            f"GRPO rolls out groups of grpo.num_generations={spec.num_generations} conversations per task: "
+            f"optim.per_device_batch_size x gradient_accumulation_steps ({batch}) must be a multiple of it"
+        )
+    if n_tasks < batch // spec.num_generations:
+        raise RecipeError(f"grpo: one step needs {batch // spec.num_generations} tasks, the recipe gives {n_tasks}")
+    if spec.agent in LLM_FREE_AGENTS:
+        raise RecipeError(f"grpo.agent {spec.agent!r} is scripted: GRPO trains a prompted agent (act, react, ...)")
+    if spec.user not in user_kinds():
+        raise RecipeError(f"unknown grpo.user {spec.user!r}; choose one of {', '.join(user_kinds())}")
+    if spec.user not in LLM_FREE_USERS and spec.user_backend is None:
+        raise RecipeError(
+            f"grpo.user {spec.user!r} needs an LLM: set grpo.user_backend and grpo.user_model (a user simulator never "
+            "shares the policy being trained)"
+        )
+
+
+def prepare_tasks(recipe: TrainRecipe) -> tuple[list[dict[str, Any]], Any]:
+    """The dataset rows (one per task) and the tokenizer, after every cheap check."""
+    from josh.agents import make_agent
+    from josh.training.model import load_tokenizer
+
+    env, tasks = tasks_of(recipe)
+    check_recipe(recipe, len(tasks))
+    try:
+        make_agent(recipe.grpo.agent, env, _NoBackend(), **recipe.grpo.agent_options)
+    except ValueError as exc:
+        raise RecipeError(f"grpo.agent: {exc}") from None
+    tokenizer = load_tokenizer(recipe, need_masks=True)
+    return [{"prompt": [{"role": "user", "content": t.id}], "task_id": t.id} for t in tasks], tokenizer
+
+
+class _NoBackend:
+    """Lets an agent be built to check its options; never asked to generate."""
+
+    async def chat(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no backend")
+
+
+def grpo_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
+    """``GRPOConfig`` keyword arguments: the shared ones, then GRPO's own."""
+    spec = recipe.grpo
+    args = {k: v for k, v in base_arguments(recipe, output_dir).items() if k not in NOT_IN_GRPO_CONFIG}
+    args["include_num_input_tokens_seen"] = "no"  # GRPO counts the prompt and completion tokens it trains on
+    return {
+        **args,
+        "num_generations": spec.num_generations,
+        "max_completion_length": recipe.max_length,
+        "temperature": spec.temperature,
+        "top_p": spec.top_p,
+        "beta": spec.beta,
+        "epsilon": spec.epsilon,
+        "loss_type": spec.loss_type,
+        "scale_rewards": spec.scale_rewards,
+        "num_iterations": spec.num_iterations,
+        "mask_truncated_completions": False,
+        "log_completions": False,
+    }
+
+
+class ConversationRollout:
+    """TRL's ``rollout_func`` (see ``josh.training.grpo_rollout``), keeping a running ``RolloutStats``."""
+
+    def __init__(self, recipe: TrainRecipe, tokenizer: Any) -> None:
+        from josh.training.grpo_rollout import RolloutStats, WatchedEnv
+        from josh.users import make_user
+
+        self.recipe, self.tokenizer = recipe, tokenizer
+        env, tasks = tasks_of(recipe)
+        self.env = WatchedEnv(env)
+        self.tasks = {t.id: t for t in tasks}
+        self.user = make_user(recipe.grpo.user, self._user_llm())
+        self.stats = RolloutStats()
+        self.__name__ = "josh_conversations"
+
+    def _user_llm(self) -> Any:
+        spec = self.recipe.grpo
+        if spec.user_backend is None:
+            return None
+        from josh.llm.factory import build_llm, llm_config
+
+        url = {"base_url": spec.user_base_url} if spec.user_base_url else {}
+        return build_llm(llm_config(spec.user_backend, spec.user_model, **url))
+
+    def agent_on(self, llm: Any) -> Any:
+        """The recipe's agent generating with ``llm`` (bounded by ``max_length``) at the recipe's sampling."""
+        from josh.agents import make_agent
+        from josh.llm.base import Sampling
+        from josh.training.grpo_rollout import BoundedLLM
+
+        spec = self.recipe.grpo
+        sampling = Sampling(temperature=spec.temperature, top_p=spec.top_p, max_new_tokens=spec.max_new_tokens)
+        bounded = BoundedLLM(llm, self.tokenizer, self.recipe.max_length)
+        return make_agent(spec.agent, self.env, bounded, **{**spec.agent_options, "sampling": sampling})
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        from josh.llm.hf import HFLLM
+
+        spec = self.recipe.grpo
+        net = trainer.accelerator.unwrap_model(trainer.model)
+        training = net.training
+        net.eval()  # no dropout, no activation checkpointing while generating
+        llm = HFLLM(
+            net=net, tokenizer=self.tokenizer, max_batch_size=spec.max_batch_size,
+            prefix_cache_tokens=spec.prefix_cache_tokens,
+        )  # fmt: skip
+        try:
+            return self.roll([prompt[-1]["content"] for prompt in prompts], self.agent_on(llm))
+        finally:
+            llm.close()
+            net.train(training)
+
+    def roll(self, keys: list[str], agent: Any) -> dict[str, Any]:
+        """One conversation per task id in ``keys`` (groups of ``num_generations`` in a row), as TRL's rollout
+        output: token ids, the agent-token mask and the environment's reward (``None`` for a skipped one)."""
+        from josh.training.grpo_rollout import converse, encode, mark_equal_groups, run_batch, tally
+
+        started = time.perf_counter()
+        spec = self.recipe.grpo
+        results = run_batch([converse(self.env, self.tasks[k], agent, self.user, spec.max_turns) for k in keys])
+        sequences = [
+            encode(record, trace, agent, self.tasks[k], self.tokenizer, self.recipe.max_length)
+            for k, (record, trace) in zip(keys, results, strict=True)
+        ]
+        mark_equal_groups(sequences, keys, spec.num_generations, self.stats)
+        tally(self.stats, [record for record, _ in results], sequences, started)
+        return {
+            "prompt_ids": [s.prompt_ids for s in sequences],
+            "completion_ids": [s.completion_ids for s in sequences],
+            "logprobs": None,
+            "env_mask": [s.mask for s in sequences],
+            "josh_reward": [s.reward for s in sequences],
+        }
+
+
+def environment_reward(prompts: list[Any], completions: list[Any], josh_reward: list[float | None], **_: Any):
+    """The environment's reward of each rollout (``None``: skipped, left out of its group's baseline)."""
+    return list(josh_reward)
+
+
+def build_trainer(
+    recipe: TrainRecipe, rows: list[dict[str, Any]], model: Any, tokenizer: Any, output_dir: Path, callbacks: list
+) -> Any:
+    from trl import GRPOConfig, GRPOTrainer
+
+    from josh.training.data import to_dataset
+    from josh.training.memory import lean_loss_head
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL; josh pins TRL
+    rollout = ConversationRollout(recipe, tokenizer)
+    lean_loss_head()
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[environment_reward],
+        args=GRPOConfig(**grpo_arguments(recipe, output_dir)),
+        train_dataset=to_dataset(rows),
+        processing_class=tokenizer,
+        peft_config=None if recipe.model.adapter else lora_config(recipe.lora),
+        callbacks=callbacks,
+        rollout_func=rollout,
+    )
+    trainer.josh_rollouts = rollout.stats
+    return trainer
