@@ -41,6 +41,8 @@ class FakeServer:
                         server.in_flight -= 1
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        # A client that stops a run drops its open connections; that is not the server's error to print.
+        self.httpd.handle_error = lambda request, client_address: None
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self.thread.start()

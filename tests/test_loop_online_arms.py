@@ -26,6 +26,9 @@ class Counted:
     def __init__(self, agent: Any) -> None:
         self.agent = agent
 
+    def __getattr__(self, name: str) -> Any:  # everything else (its prompt frame, protocol) is the oracle's
+        return getattr(self.agent, name)
+
     async def turn(self, history: list[Any], state: Any, *, n: int = 1) -> list[Any]:
         turns = await self.agent.turn(history, state, n=n)
         return [t.model_copy(update={"llm_calls": 1, "prompt_tokens": 100, "completion_tokens": 10}) for t in turns]
