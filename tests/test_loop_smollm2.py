@@ -17,6 +17,22 @@ from josh.recipes import load_loop_recipe
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# One search of depth 1 on 2 tasks, one training step per arm, evaluations of one turn: plumbing, not quality.
+TINY_SEARCH = [
+    "rollout.tasks=2",
+    "rollout.search.max_depth=1",
+    "rollout.search.max_beam=2",
+    "rollout.sampling.max_new_tokens=24",
+    "extract.min_reward=0.0",
+    "extract.drop_errors=[]",
+    "controls.random=true",
+    "eval.max_turns=1",
+    "eval.sampling.max_new_tokens=24",
+    "setup.agent_options.max_generations=2",
+    "sft.optim.max_steps=1",
+]
+
+
 @pytest.mark.slow
 def test_real_loop_on_a_tiny_slice(tmp_path: Path) -> None:
     recipe = load_loop_recipe(
@@ -27,19 +43,9 @@ def test_real_loop_on_a_tiny_slice(tmp_path: Path) -> None:
             "warm_start.tasks=4",
             "warm_start.max_turns=1",
             "rollout.skip=4",
-            "rollout.tasks=2",
-            "rollout.search.max_depth=1",
-            "rollout.search.max_beam=2",
-            "rollout.sampling.max_new_tokens=24",
-            "extract.min_reward=0.0",
-            "extract.drop_errors=[]",
-            "controls.random=true",
             "eval.limit=2",
-            "eval.max_turns=1",
-            "eval.sampling.max_new_tokens=24",
-            "setup.agent_options.max_generations=2",
-            "sft.optim.max_steps=1",
             "sft.max_length=768",
+            *TINY_SEARCH,
         ],
     )
     result = Loop(recipe, progress=False).run()
@@ -82,19 +88,9 @@ def test_loop_through_examples_as_turns_and_constrained_decoding(tmp_path: Path)
             "setup.agent_options.examples=1",
             "setup.agent_options.examples_as_turns=true",
             "setup.agent_options.constrain=true",
-            "setup.agent_options.max_generations=2",
-            "rollout.tasks=2",
-            "rollout.search.max_depth=1",
-            "rollout.search.max_beam=2",
-            "rollout.sampling.max_new_tokens=24",
-            "extract.min_reward=0.0",
-            "extract.drop_errors=[]",
-            "controls.random=true",
             "eval.limit=1",
-            "eval.max_turns=1",
-            "eval.sampling.max_new_tokens=24",
-            "sft.optim.max_steps=1",
             "sft.max_length=1536",
+            *TINY_SEARCH,
         ],
     )
     Loop(recipe, progress=False).run()
