@@ -24,7 +24,6 @@ and counted (``tree_zero_groups``).
 from __future__ import annotations
 
 import json
-import os
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from josh.advantages import AdvantageConfig, AdvantageStats, advantage_rows
+from josh.atomic import write_atomic
 from josh.jsonl import CorruptLineError, read_models
 from josh.tree import Node, Tree, path_messages
 from josh.types import ErrorCategory, Message
@@ -305,12 +305,8 @@ def _row_tokens(row: Row, fields: tuple[str, ...], count: TokenCounter) -> int:
 
 
 def _write_jsonl(path: Path, rows: list[Row]) -> None:
-    """Write the whole file next to its final name, then rename: a crash never leaves half a file."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    """Write the whole file at once: a crash never leaves half a file."""
+    write_atomic(path, (json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
 def _trees_file(trees_path: str | Path) -> Path:

@@ -20,6 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from josh.atomic import write_atomic
+
 MANIFEST = "manifest.json"
 Input = str | Path
 
@@ -75,9 +77,7 @@ def read_manifest(folder: Path) -> Manifest | None:
 
 
 def _write(folder: Path, manifest: Manifest) -> None:
-    tmp = folder / (MANIFEST + ".tmp")
-    tmp.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    tmp.replace(folder / MANIFEST)
+    write_atomic(folder / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
 
 
 def _set_aside(folder: Path) -> Path:

@@ -10,7 +10,6 @@ report is rebuilt from a run folder.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
+from josh.atomic import write_atomic
 from josh.components import ComponentOptions, Components, build_components, build_env
 from josh.envs.base import Env
 from josh.llm.base import Sampling
@@ -380,6 +380,4 @@ def _concat(sources: list[Path], target: Path, rng: random.Random | None = None)
             lines += [line if line.endswith("\n") else line + "\n" for line in f if line.strip()]
     if rng is not None:
         rng.shuffle(lines)
-    tmp = target.with_suffix(".jsonl.tmp")
-    tmp.write_text("".join(lines), encoding="utf-8")
-    os.replace(tmp, target)
+    write_atomic(target, lines)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import re
 import webbrowser
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from pydantic import ValidationError
 
 from josh.agents import protocol_named, protocols
 from josh.agents.protocol import AgentProtocol, Step
+from josh.atomic import write_atomic
 from josh.diagnostics import CLASS_LABELS, CallVerdict
 from josh.jsonl import CorruptLineError, iter_jsonl
 from josh.tree import Node, Tree
@@ -260,11 +260,8 @@ def page_name(task_id: str) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so a reader never sees half a page."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8", errors="surrogateescape")
-    os.replace(tmp, path)
+    """Write ``text`` to ``path`` all at once, so a reader never sees half a page."""
+    write_atomic(path, text, errors="surrogateescape")
 
 
 def _row(tree: Tree, page: str) -> IndexRow:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from josh.agents.prompted import AgentPrompt
 from josh.agents.protocol import RenderError
+from josh.atomic import write_atomic
 from josh.conversation import ConversationRecord, run_conversation
 from josh.envs.base import Env
 from josh.types import Message, Task, system
@@ -97,8 +97,6 @@ def warm_start(
     stats.rows = len(rows)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tmp = out / "sft.jsonl.tmp"
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    os.replace(tmp, out / "sft.jsonl")
+    write_atomic(out / "sft.jsonl", (json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     (out / STATS_FILE).write_text(stats.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return stats

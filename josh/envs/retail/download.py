@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from josh.atomic import write_atomic
+
 UPSTREAM_REPO = "sierra-research/tau-bench"
 UPSTREAM_COMMIT = "59a200c6d575d595120f1cb70fea53cef0632f6b"
 UPSTREAM_DIR = "tau_bench/envs/retail"
@@ -88,12 +90,6 @@ def tasks_from_python(source: str) -> list[dict[str, Any]]:
     return tasks
 
 
-def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-
-
 def download_retail(dest: Path | str, *, commit: str = UPSTREAM_COMMIT, fetch: Fetch | None = None) -> list[Path]:
     """Download users/orders/products JSON, the policy and the three task splits into ``dest``; returns the files.
 
@@ -119,6 +115,6 @@ def download_retail(dest: Path | str, *, commit: str = UPSTREAM_COMMIT, fetch: F
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, data in files.items():
-        _write(out / name, data)
+        write_atomic(out / name, data)
         written.append(out / name)
     return written

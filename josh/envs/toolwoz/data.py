@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
+from josh.atomic import write_atomic
 from josh.envs.toolwoz.multiwoz import DataFormatError, load_multiwoz
 from josh.envs.toolwoz.task import task_line
 from josh.jsonl import brief
@@ -108,12 +109,8 @@ def _task_problem(line: bytes, exc: ValidationError) -> str:
 
 
 def write_tasks(path: Path, tasks: list[Task]) -> None:
-    """Write tasks as JSONL (through a temporary file, so a crash never leaves half a file)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        for task in tasks:
-            out.write(task_line(task))
-    tmp.replace(path)
+    """Write tasks as JSONL all at once, so a crash never leaves half a file."""
+    write_atomic(path, (task_line(task) for task in tasks))
 
 
 def _split_rank(name: str) -> tuple[int, str]:
