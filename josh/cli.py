@@ -8,7 +8,10 @@ from pathlib import Path
 
 import typer
 
+from josh.agents import AGENTS
 from josh.cli_errors import reported, reports_errors, set_verbose
+from josh.envs import ENVIRONMENTS
+from josh.users import USERS
 
 app = typer.Typer(
     name="josh",
@@ -47,14 +50,12 @@ def version() -> None:
     typer.echo(__version__)
 
 
-ENV = typer.Option("toolwoz", help="environment: toolwoz, retail or airline")
+ENV = typer.Option("toolwoz", help=f"environment: {ENVIRONMENTS.describe()}")
 DATA = typer.Option("mini", help="data source: 'mini' or a folder (see `josh data`)")
-AGENT = typer.Option("react", help="agent: react, function_calling, act (LLM) or oracle, replay (scripted)")
+AGENT = typer.Option("react", help=f"agent: {AGENTS.describe()}")
 BACKEND = typer.Option("hf", help="agent LLM backend: hf, vllm, openai, scripted")
 MODEL = typer.Option("smollm2", help="agent model: hub id, local folder, checkpoint/adapter folder, or smollm2")
-USER = typer.Option(
-    "agenda", help="user simulator: agenda, scripted, retail_scripted (rule-based) or goal, guide, instruction (LLM)"
-)
+USER = typer.Option("agenda", help=f"user simulator: {USERS.describe()}")
 USER_BACKEND = typer.Option(None, help="user LLM backend (default: the agent's)")
 USER_MODEL = typer.Option(None, help="user LLM model (default: the agent's; the same pair shares one backend)")
 LIMIT = typer.Option(None, min=1, help="only the first N tasks of the split")

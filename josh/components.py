@@ -1,8 +1,8 @@
 """Build the environment, LLMs, agent and user simulator of a run from names (the CLI and recipes use this).
 
-LLMs are built only for the components that need one: the scripted ``oracle`` / ``replay`` agents and the
-rule-based ``agenda`` / ``scripted`` users run without a model, so no model is loaded for them. Every name and
-backend setting is checked before anything loads, and an HTTP backend is asked once whether it can be reached, so
+LLMs are built only for the components whose registry entry needs one (the scripted agents and the rule-based
+users run without a model). Every name, option and backend setting is checked against the registries before
+anything loads, and an HTTP backend is asked once whether it can be reached, so
 a typo or a server that is down stops the run at once with one line.
 """
 
@@ -13,16 +13,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from josh.agents.base import Agent
+from josh.agents import AGENTS, Agent
+from josh.envs import ENVIRONMENTS, build_env
 from josh.envs.base import Env
 from josh.llm.base import LLM, Sampling
 from josh.llm.factory import LLMConfig
 from josh.runinfo import RunInfo, run_info
 from josh.types import Task
-from josh.users.base import UserSimulator
-
-LLM_FREE_AGENTS = frozenset({"oracle", "replay"})
-LLM_FREE_USERS = frozenset({"agenda", "scripted", "retail_scripted"})
+from josh.users import USERS, UserSimulator
 
 
 class ComponentOptions(BaseModel):
@@ -57,11 +55,11 @@ class ComponentOptions(BaseModel):
 
     def run_info(self, **extra: Any) -> RunInfo:
         """The provenance record of a run built from these options (``extra``: e.g. ``recipe``)."""
-        needs_user_llm = self.user not in LLM_FREE_USERS
+        needs_agent_llm, needs_user_llm = AGENTS.get(self.agent).needs_model, USERS.get(self.user).needs_model
         return run_info(
             env=self.env, data=self.data, split=self.split, agent=self.agent,
-            backend=None if self.agent in LLM_FREE_AGENTS else self.backend,
-            model=None if self.agent in LLM_FREE_AGENTS else self.model, user=self.user,
+            backend=self.backend if needs_agent_llm else None,
+            model=self.model if needs_agent_llm else None, user=self.user,
             user_backend=(self.user_backend or self.backend) if needs_user_llm else None,
             user_model=(self.user_model or self.model) if needs_user_llm else None, **extra,
         )  # fmt: skip
@@ -89,49 +87,22 @@ class Components:
                 close(cancel=True)
 
 
-ENVIRONMENTS = ("toolwoz", "retail", "airline")
-
-
-def build_env(name: str, data: str) -> Env:
-    """The environment ``name`` over data source ``data`` (ToolWOZ: ``mini`` or a folder; retail, airline: a
-    folder, or ``default`` for ``envs/<name>`` / ``$JOSH_<NAME>_DATA``)."""
-    if name == "toolwoz":
-        from josh.envs.toolwoz.data import load_toolwoz
-        from josh.envs.toolwoz.env import ToolWOZEnv
-
-        loaded = load_toolwoz(data)
-        return ToolWOZEnv(loaded.db_dir, tasks=loaded.splits)
-    if name == "retail":
-        from josh.envs.retail import RetailEnv
-
-        return RetailEnv(None if data in ("", "default", "mini") else data)
-    if name == "airline":
-        from josh.envs.airline import AirlineEnv
-
-        return AirlineEnv(None if data in ("", "default", "mini") else data)
-    raise ValueError(f"unknown environment {name!r}; choose {', '.join(ENVIRONMENTS)}")
-
-
 LLMKey = tuple[str, str | None, str | None]
 
 
 def check_names(options: ComponentOptions) -> None:
-    """Raise ``ValueError`` for an unknown environment, agent or user (before anything is loaded)."""
-    from josh.agents import agent_key
-    from josh.users import user_kinds
-
-    if options.env not in ENVIRONMENTS:
-        raise ValueError(f"unknown environment {options.env!r} (--env); choose {', '.join(ENVIRONMENTS)}")
-    agent_key(options.agent)
-    if options.user.strip().lower() not in user_kinds():
-        raise ValueError(f"unknown user simulator {options.user!r} (--user); choose one of {', '.join(user_kinds())}")
+    """Raise ``ValueError`` for an unknown environment, agent or user, an agent or user that does not run on the
+    environment, or an option it does not take (before anything is loaded)."""
+    ENVIRONMENTS.get(options.env)
+    AGENTS.check(options.agent, env=options.env, options=options.agent_options)
+    USERS.check(options.user, env=options.env)
 
 
 def _llm_keys(options: ComponentOptions) -> tuple[LLMKey | None, LLMKey | None]:
     """(backend, model, base URL) of the agent's and the user's LLM; None for a component that needs none."""
-    agent = (options.backend, options.model, options.base_url) if options.agent not in LLM_FREE_AGENTS else None
+    agent = (options.backend, options.model, options.base_url) if AGENTS.get(options.agent).needs_model else None
     user = None
-    if options.user not in LLM_FREE_USERS:
+    if USERS.get(options.user).needs_model:
         shared = options.user_backend is None and options.user_model is None
         url = options.user_base_url or (options.base_url if shared else None)
         user = (options.user_backend or options.backend, options.user_model or options.model, url)
@@ -174,7 +145,7 @@ def build_components(options: ComponentOptions, *, check_connection: bool = True
     llms: dict[LLMKey, LLM] = {key: build_llm(config) for key, config in configs.items()}
     agent_llm = llms[agent_key] if agent_key else None
     user_llm = llms[user_key] if user_key else None
-    agent_opts = dict(options.agent_options) if agent_llm else {}
+    agent_opts = dict(options.agent_options)
     if options.agent_sampling and agent_llm:
         agent_opts["sampling"] = options.agent_sampling
     user_opts = {"sampling": options.user_sampling} if options.user_sampling and user_llm else {}

@@ -22,7 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from josh.components import ComponentOptions, Components, build_components, build_env, preflight
+from josh.components import ComponentOptions, Components, build_components, preflight
+from josh.envs import build_env
 from josh.rollout import RolloutOptions, RolloutSession, RunStats, search_task
 from josh.search import SearchConfig
 from josh.tree import Tree

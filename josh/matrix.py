@@ -22,7 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from josh.components import LLM_FREE_AGENTS, LLM_FREE_USERS, build_env
+from josh.agents import AGENTS
+from josh.envs import build_env
 from josh.evaluate import evaluate, load_results
 from josh.llm.base import LLM
 from josh.metrics import Interval, PairedDifference, Summary, paired_difference
@@ -148,13 +149,13 @@ class _Parts:
     def agent(self, spec: Spec) -> Any:
         from josh.agents import make_agent
 
-        llm = None if spec.kind in LLM_FREE_AGENTS else self._llm(spec, self.config.llm_options)
+        llm = self._llm(spec, self.config.llm_options) if AGENTS.get(spec.kind).needs_model else None
         return make_agent(spec.kind, self.env, llm)
 
     def user(self, spec: Spec) -> Any:
-        from josh.users import make_user
+        from josh.users import USERS, make_user
 
-        return make_user(spec.kind, None if spec.kind in LLM_FREE_USERS else self._llm(spec, {}))
+        return make_user(spec.kind, self._llm(spec, {}) if USERS.get(spec.kind).needs_model else None)
 
     def cost(self) -> float:
         return sum(llm.usage.cost for llm in self.llms.values())

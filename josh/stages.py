@@ -18,7 +18,8 @@ from typing import Any
 from rich.console import Console
 
 from josh.atomic import write_atomic
-from josh.components import ComponentOptions, Components, build_components, build_env
+from josh.components import ComponentOptions, Components, build_components
+from josh.envs import build_env
 from josh.envs.base import Env
 from josh.llm.base import Sampling
 from josh.loop_result import Evaluated, LoopResult
@@ -49,11 +50,10 @@ def merge_with_peft(adapter: Path, out: Path, dtype: str) -> Path:
 
 def build_with_options(options: ComponentOptions, agent_options: dict[str, Any]) -> Components:
     """``build_components``, with the prompted agent rebuilt on the same backend when it has options."""
-    from josh.agents import make_agent
-    from josh.components import LLM_FREE_AGENTS
+    from josh.agents import AGENTS, make_agent
 
     built = build_components(options)
-    if agent_options and options.agent not in LLM_FREE_AGENTS:
+    if agent_options and AGENTS.get(options.agent).needs_model:
         built.agent = make_agent(options.agent, built.env, built.agent.llm, **agent_options)
     return built
 

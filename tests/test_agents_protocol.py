@@ -88,7 +88,7 @@ class Tagged(AgentProtocol):
 @pytest.fixture
 def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Registrations made in a test are undone after it."""
-    monkeypatch.setattr(josh.agents, "_BUILDERS", dict(josh.agents._BUILDERS))
+    monkeypatch.setattr(josh.agents.AGENTS, "_entries", dict(josh.agents.AGENTS._entries))
     monkeypatch.setattr(josh.agents, "_PROTOCOLS", dict(josh.agents._PROTOCOLS))
 
 

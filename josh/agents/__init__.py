@@ -2,17 +2,20 @@
 
     make_agent(strategy, env, llm, **options) -> Agent
 
-Built-in strategies: one prompted agent per registered protocol (``react``, ``function_calling`` alias ``fc``,
-``act``; options are ``AgentConfig`` fields: ``sampling``, ``max_generations``, ``max_calls_per_generation``,
-``examples``, ``examples_as_turns``, ``constrain``); ``oracle``, the scripted ToolWOZ agent that knows the goals (no
-LLM; options ``reveal_only``, ``noise``, ``seed``); ``replay`` (a task's gold calls). Other modules add strategies
-with ``register_agent(name, builder)`` and protocols with ``register_protocol(protocol)``.
+``AGENTS`` holds one entry per strategy (builder, options model, needs an LLM, environments). Built-in: one prompted
+agent per registered protocol (``react``, ``function_calling`` alias ``fc``, ``act``; options are ``AgentConfig``
+fields: ``sampling``, ``max_generations``, ``max_calls_per_generation``, ``examples``, ``examples_as_turns``,
+``constrain``); ``oracle``, the scripted ToolWOZ agent that knows the goals (no LLM; it registers from
+``josh.envs.toolwoz.oracle``); ``replay`` (a task's gold calls). Other modules add strategies with
+``register_agent(name, builder)`` and protocols with ``register_protocol(protocol)``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from pydantic import BaseModel
 
 from josh.agents.act import ActProtocol
 from josh.agents.base import Agent, AgentTurn
@@ -22,20 +25,36 @@ from josh.agents.protocol import AgentProtocol
 from josh.agents.react import ReactProtocol
 from josh.envs.base import Env
 from josh.llm.base import LLM
+from josh.registry import Entry, Registry
 
-AgentBuilder = Callable[..., Agent]
-
-_BUILDERS: dict[str, AgentBuilder] = {}
+AGENTS = Registry(
+    "agent strategy",
+    "--agent",
+    noun="agent",
+    options_flag="--agent-option; setup.agent_options in a loop recipe",
+    discover=("josh.agents.replay", "josh.envs.toolwoz.oracle"),
+)
 _PROTOCOLS: dict[str, AgentProtocol] = {}
-_ALIASES = {"fc": "function_calling", "function-calling": "function_calling"}
 
 
-def register_agent(name: str, builder: AgentBuilder) -> None:
-    """Make ``make_agent(name, env, llm, **options)`` call ``builder(env, llm, **options)``."""
-    _BUILDERS[name] = builder
+def register_agent(
+    name: str,
+    builder: Callable[..., Agent],
+    *,
+    options: type[BaseModel] | None = None,
+    needs_model: bool = False,
+    envs: tuple[str, ...] | None = None,
+    summary: str = "",
+    aliases: tuple[str, ...] = (),
+) -> Entry:
+    """Make ``make_agent(name, env, llm, **options)`` call ``builder(env, llm, **options)``; without ``options``
+    the options model is read off the builder's parameters after ``env`` and ``llm``."""
+    return AGENTS.register(
+        name, builder, options=options, needs_model=needs_model, envs=envs, summary=summary, aliases=aliases, skip=2
+    )
 
 
-def register_protocol(protocol: AgentProtocol) -> None:
+def register_protocol(protocol: AgentProtocol, *, aliases: tuple[str, ...] = ()) -> None:
     """Make ``protocol`` known (to the viewer and the warm start) and a strategy of its name: ``make_agent(name,
     env, llm, **options)`` builds a ``PromptedAgent`` writing under it, ``options`` being ``AgentConfig`` fields."""
     _PROTOCOLS[protocol.name] = protocol
@@ -43,7 +62,8 @@ def register_protocol(protocol: AgentProtocol) -> None:
     def build(env: Env, llm: LLM, **options: Any) -> Agent:
         return PromptedAgent(protocol, env, llm, AgentConfig.of(protocol.name, options))
 
-    register_agent(protocol.name, build)
+    summary = f"prompted, {protocol.name} protocol"
+    register_agent(protocol.name, build, options=AgentConfig, needs_model=True, summary=summary, aliases=aliases)
 
 
 def protocol_named(name: str) -> AgentProtocol:
@@ -59,60 +79,30 @@ def protocols() -> list[AgentProtocol]:
 
 def agent_prompt(strategy: str, env: Env, **options: Any) -> AgentPrompt:
     """What the prompted agent ``strategy`` shows its model (system prompt, preamble, tools), without a model."""
-    key = agent_key(strategy)
+    key = AGENTS.get(strategy).name
     if key not in _PROTOCOLS:
         raise ValueError(f"the {key} agent is not prompted: choose one of {', '.join(sorted(_PROTOCOLS))}")
     return AgentPrompt(_PROTOCOLS[key], env, AgentConfig.of(key, options))
 
 
-def _oracle(env: Env, llm: LLM | None, **options: Any) -> Agent:
-    from josh.envs.toolwoz.oracle import OracleAgent
-
-    try:
-        return OracleAgent(env, llm, **options)
-    except TypeError as exc:
-        raise ValueError(f"oracle agent: {exc}") from None
-
-
-def _replay(env: Env, llm: LLM | None, **options: Any) -> Agent:
-    from josh.agents.replay import ReplayAgent
-
-    try:
-        return ReplayAgent(env, **options)
-    except TypeError as exc:
-        raise ValueError(f"replay agent: {exc}") from None
-
-
 register_protocol(ReactProtocol())
-register_protocol(FunctionCallingProtocol())
+register_protocol(FunctionCallingProtocol(), aliases=("fc", "function-calling"))
 register_protocol(ActProtocol())
-register_agent("oracle", _oracle)
-register_agent("replay", _replay)
 
 
 def agent_strategies() -> list[str]:
-    return sorted(_BUILDERS)
+    return AGENTS.names()
 
 
 def make_agent(strategy: str, env: Env, llm: LLM | None = None, **options: Any) -> Agent:
     """Build the agent for ``strategy``; unknown strategies and options raise ``ValueError``."""
-    return _BUILDERS[agent_key(strategy)](env, llm, **options)
-
-
-def agent_key(strategy: str) -> str:
-    """The registered name of ``strategy`` (aliases resolved); ``ValueError`` when there is none."""
-    key = _ALIASES.get(strategy.strip().lower(), strategy.strip().lower())
-    if key not in _BUILDERS:
-        raise ValueError(
-            f"unknown agent strategy {strategy!r} (--agent); choose one of {', '.join(agent_strategies())}"
-        )
-    return key
+    return AGENTS.build(strategy, env, llm, options=options)
 
 
 __all__ = [
+    "AGENTS",
     "Agent",
     "AgentTurn",
-    "agent_key",
     "agent_prompt",
     "agent_strategies",
     "make_agent",

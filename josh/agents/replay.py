@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from josh.agents import register_agent
 from josh.agents.base import AgentTurn, PromptFrame
 from josh.envs.base import ConversationState, Env
+from josh.registry import options_of
 from josh.types import Message, Task, ToolCall, assistant, tool_result
 
 DONE_REPLY = "I have completed everything you asked for."
@@ -95,3 +97,11 @@ class ReplayAgent:
         out.reply = f"Next I will call {left[0].name}. Do you confirm (yes/no)?" if left else reply
         out.messages.append(assistant(out.reply))
         return out
+
+
+register_agent(
+    "replay",
+    lambda env, llm, **options: ReplayAgent(env, **options),
+    options=options_of(ReplayAgent, skip=1),
+    summary="replays fixed tool calls (default: the task's gold calls)",
+)

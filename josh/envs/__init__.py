@@ -1,0 +1,59 @@
+"""Environments by name: ``build_env(name, data)`` and the ``ENVIRONMENTS`` registry.
+
+An environment is its package plus one ``register_env`` line here; the builder takes the data source (ToolWOZ:
+``mini`` or a folder; retail, airline: a folder, or ``default`` for ``envs/<name>`` / ``$JOSH_<NAME>_DATA``) and is
+imported only when the environment is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from josh.registry import Entry, Registry
+
+if TYPE_CHECKING:
+    from josh.envs.base import Env
+
+ENVIRONMENTS = Registry("environment", "--env")
+
+
+def register_env(name: str, builder: Callable[[str], Env], *, summary: str = "") -> Entry:
+    """Make ``build_env(name, data)`` call ``builder(data)``."""
+    return ENVIRONMENTS.register(name, builder, summary=summary, skip=1)
+
+
+def build_env(name: str, data: str) -> Env:
+    """The environment ``name`` over data source ``data``; an unknown name raises ``ValueError``."""
+    return ENVIRONMENTS.get(name).builder(data)
+
+
+def _default(data: str) -> str | None:
+    return None if data in ("", "default", "mini") else data
+
+
+def _toolwoz(data: str) -> Env:
+    from josh.envs.toolwoz.data import load_toolwoz
+    from josh.envs.toolwoz.env import ToolWOZEnv
+
+    loaded = load_toolwoz(data)
+    return ToolWOZEnv(loaded.db_dir, tasks=loaded.splits)
+
+
+def _retail(data: str) -> Env:
+    from josh.envs.retail import RetailEnv
+
+    return RetailEnv(_default(data))
+
+
+def _airline(data: str) -> Env:
+    from josh.envs.airline import AirlineEnv
+
+    return AirlineEnv(_default(data))
+
+
+register_env("toolwoz", _toolwoz, summary="MultiWOZ-based bookings ('mini' or a folder made by `josh data`)")
+register_env("retail", _retail, summary="tau-bench retail")
+register_env("airline", _airline, summary="tau-bench airline")
+
+__all__ = ["ENVIRONMENTS", "build_env", "register_env"]

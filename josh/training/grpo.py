@@ -28,7 +28,7 @@ NOT_IN_GRPO_CONFIG = ("max_length", "dataset_num_proc")
 
 def tasks_of(recipe: TrainRecipe) -> tuple[Any, list[Any]]:
     """The environment and the training tasks the ``grpo`` section names."""
-    from josh.components import build_env
+    from josh.envs import build_env
 
     spec = recipe.grpo
     env = build_env(spec.env, spec.data)
@@ -45,8 +45,8 @@ def tasks_of(recipe: TrainRecipe) -> tuple[Any, list[Any]]:
 
 def check_recipe(recipe: TrainRecipe, n_tasks: int) -> None:
     """Refuse before any model loads: no tasks, batches that split groups, components GRPO cannot train."""
-    from josh.components import LLM_FREE_AGENTS, LLM_FREE_USERS
-    from josh.users import user_kinds
+    from josh.agents import AGENTS
+    from josh.users import USERS
 
     spec, opt = recipe.grpo, recipe.optim
     if n_tasks == 0:
@@ -59,11 +59,14 @@ def check_recipe(recipe: TrainRecipe, n_tasks: int) -> None:
         )
     if n_tasks < batch // spec.num_generations:
         raise RecipeError(f"grpo: one step needs {batch // spec.num_generations} tasks, the recipe gives {n_tasks}")
-    if spec.agent in LLM_FREE_AGENTS:
+    try:
+        agent = AGENTS.check(spec.agent, env=spec.env, options=spec.agent_options)
+        user = USERS.check(spec.user, env=spec.env)
+    except ValueError as exc:
+        raise RecipeError(f"grpo: {exc}") from None
+    if not agent.needs_model:
         raise RecipeError(f"grpo.agent {spec.agent!r} is scripted: GRPO trains a prompted agent (act, react, ...)")
-    if spec.user not in user_kinds():
-        raise RecipeError(f"unknown grpo.user {spec.user!r}; choose one of {', '.join(user_kinds())}")
-    if spec.user not in LLM_FREE_USERS and spec.user_backend is None:
+    if user.needs_model and spec.user_backend is None:
         raise RecipeError(
             f"grpo.user {spec.user!r} needs an LLM: set grpo.user_backend and grpo.user_model (a user simulator never "
             "shares the policy being trained)"
@@ -72,24 +75,12 @@ def check_recipe(recipe: TrainRecipe, n_tasks: int) -> None:
 
 def prepare_tasks(recipe: TrainRecipe) -> tuple[list[dict[str, Any]], Any]:
     """The dataset rows (one per task) and the tokenizer, after every cheap check."""
-    from josh.agents import make_agent
     from josh.training.model import load_tokenizer
 
     env, tasks = tasks_of(recipe)
     check_recipe(recipe, len(tasks))
-    try:
-        make_agent(recipe.grpo.agent, env, _NoBackend(), **recipe.grpo.agent_options)
-    except ValueError as exc:
-        raise RecipeError(f"grpo.agent: {exc}") from None
     tokenizer = load_tokenizer(recipe, need_masks=True)
     return [{"prompt": [{"role": "user", "content": t.id}], "task_id": t.id} for t in tasks], tokenizer
-
-
-class _NoBackend:
-    """Lets an agent be built to check its options; never asked to generate."""
-
-    async def chat(self, *args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("no backend")
 
 
 def grpo_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:

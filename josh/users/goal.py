@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from josh.llm.base import LLM, Completion, LLMError, Sampling
 from josh.types import Message, Task, assistant, system, user
+from josh.users import register_user
 from josh.users.base import UserTurn
 
 log = logging.getLogger(__name__)
@@ -114,3 +115,6 @@ def with_tokens(turn: UserTurn, completion: Completion) -> UserTurn:
     turn.prompt_tokens = completion.prompt_tokens
     turn.completion_tokens = completion.completion_tokens
     return turn
+
+
+register_user("goal", GoalUser, options=UserConfig, needs_model=True, summary="an LLM customer with the goal text")

@@ -12,6 +12,7 @@ import re
 
 from josh.llm.base import LLM
 from josh.types import Message, Task, user
+from josh.users import register_user
 from josh.users.base import UserTurn
 from josh.users.goal import STOP_MARKER, UserConfig, ask, failed, prompt_template, split_marker, with_tokens
 
@@ -74,3 +75,8 @@ class GuideUser:
         if not text and not done:
             return with_tokens(failed("the guide wrote no usable quote"), answer)
         return with_tokens(UserTurn(text=text, done=done), answer)
+
+
+register_user(
+    "guide", GuideUser, options=UserConfig, needs_model=True, summary="an LLM coached by the original dialogue"
+)

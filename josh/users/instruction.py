@@ -3,7 +3,8 @@ acts out one short line at a time, ending with ``###STOP###``."""
 
 from __future__ import annotations
 
-from josh.users.goal import GoalUser
+from josh.users import register_user
+from josh.users.goal import GoalUser, UserConfig
 
 STOP_MARKER = "###STOP###"
 
@@ -13,3 +14,8 @@ class InstructionUser(GoalUser):
 
     prompt_name = "instruction"
     default_marker = STOP_MARKER
+
+
+register_user(
+    "instruction", InstructionUser, options=UserConfig, needs_model=True, summary="an LLM acting a hidden instruction"
+)

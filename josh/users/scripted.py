@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from josh.types import Message, Task
+from josh.users import register_user
 from josh.users.base import UserTurn
 
 
@@ -43,3 +44,6 @@ class ScriptedUser:
 
     async def reply(self, task: Task, transcript: list[Message]) -> UserTurn:
         return self.respond(task, transcript)
+
+
+register_user("scripted", ScriptedUser, summary="replays utterances (default: the task's original user turns)")

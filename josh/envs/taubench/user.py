@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import re
 
+from josh.registry import options_of
 from josh.types import Message, Task
+from josh.users import register_user
 from josh.users.base import UserTurn
 
 STOP = "###STOP###"
@@ -55,3 +57,11 @@ class TauScriptedUser:
         if len(agent_replies) >= self.max_turns or "?" not in agent_replies[-1]:
             return UserTurn(text=STOP, done=True)
         return UserTurn(text=self.confirm)
+
+
+register_user(
+    "retail_scripted",
+    lambda llm, **options: TauScriptedUser(**options),
+    options=options_of(TauScriptedUser),
+    summary="opens with the task's request, confirms, stops",
+)

@@ -37,6 +37,7 @@ from josh.envs.toolwoz.agenda_text import (
 from josh.envs.toolwoz.normalize import is_no_constraint, normalize, plain_text
 from josh.envs.toolwoz.task import BOOK_SLOTS, ENTITY_KEY, details_of
 from josh.types import Message, Task
+from josh.users import register_user
 from josh.users.base import UserTurn
 
 _SEARCH_ORDER = {
@@ -359,3 +360,6 @@ class AgendaUser:
 
     async def reply(self, task: Task, transcript: list[Message]) -> UserTurn:
         return self.respond(task, transcript)
+
+
+register_user("agenda", AgendaUser, envs=("toolwoz",), summary="rule-based ToolWOZ customer working through its goals")

@@ -28,6 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from josh.agents import register_agent
 from josh.agents.base import AgentTurn, PromptFrame
 from josh.envs.base import ConversationState, Env
 from josh.envs.toolwoz.normalize import is_no_constraint, normalize, plain_text
@@ -342,3 +343,6 @@ class _Turn:
         else:
             self.said.append(f"I'm sorry, I couldn't book {entity} {details}. {RETRY[domain]}")
         return True
+
+
+register_agent("oracle", OracleAgent, envs=("toolwoz",), summary="scripted ToolWOZ agent that knows the goals")

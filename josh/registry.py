@@ -1,0 +1,174 @@
+"""One shape for every extension point: environments, agents, user simulators and LLM backends are registries of
+named entries.
+
+An entry carries its builder, a pydantic model of its options, whether it needs a model (an LLM for agents and
+users, a model name for backends) and the environments it supports (``None``: any). The CLI's help, and every error
+for an unknown name, an unknown or bad option or an unsupported environment, are generated from the entries.
+
+A registry may name modules that register themselves when imported (a package stands for all of its modules): they
+are imported the first time a name is looked up, so a new user simulator is one file in ``josh/users/`` that calls
+``register_user``, and a scripted agent or user that belongs to one environment registers from that environment's
+package.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered name; see the module docstring."""
+
+    name: str
+    builder: Callable[..., Any]
+    options: type[BaseModel]
+    needs_model: bool = False
+    envs: tuple[str, ...] | None = None
+    summary: str = ""
+
+    def supports(self, env: str) -> bool:
+        return self.envs is None or env in self.envs
+
+
+class Registry:
+    """Named entries of one kind (``kind``: how errors name it, e.g. 'agent strategy'; ``flag``: the CLI option that
+    picks one; ``noun`` and ``options_flag``: how option errors name an entry and where its options come from;
+    ``free_label``: how help texts call the entries that need no model; ``fixed``: option-model fields that their
+    own flags set, left out of the valid options named in errors)."""
+
+    def __init__(
+        self,
+        kind: str,
+        flag: str,
+        *,
+        noun: str | None = None,
+        options_flag: str = "",
+        discover: tuple[str, ...] = (),
+        free_label: str = "scripted",
+        fixed: tuple[str, ...] = (),
+    ) -> None:
+        self.kind, self.flag, self.noun, self.options_flag = kind, flag, noun or kind, options_flag
+        self.free_label, self.fixed = free_label, fixed
+        self._entries: dict[str, Entry] = {}
+        self._aliases: dict[str, str] = {}
+        self._discover_from = discover
+        self._discovered = not discover
+
+    def register(
+        self,
+        name: str,
+        builder: Callable[..., Any],
+        *,
+        options: type[BaseModel] | None = None,
+        needs_model: bool = False,
+        envs: tuple[str, ...] | None = None,
+        summary: str = "",
+        aliases: tuple[str, ...] = (),
+        skip: int = 0,
+    ) -> Entry:
+        """Add (or replace) ``name``. Without ``options`` the options model is read off the builder's parameters
+        after the first ``skip`` (their names, types and defaults)."""
+        model = options or options_of(builder, skip=skip, title=f"{name} {self.noun} options")
+        entry = Entry(name, builder, model, needs_model, envs, summary)
+        self._entries[name] = entry
+        self._aliases.update(dict.fromkeys(aliases, name))
+        return entry
+
+    def _discover(self) -> None:
+        if self._discovered:
+            return
+        self._discovered = True
+        for name in self._discover_from:
+            module = importlib.import_module(name)
+            for info in pkgutil.iter_modules(getattr(module, "__path__", []), name + "."):
+                importlib.import_module(info.name)
+
+    def names(self) -> list[str]:
+        self._discover()
+        return sorted(self._entries)
+
+    def get(self, name: str) -> Entry:
+        """The entry for ``name`` (case and surrounding spaces ignored, aliases resolved); ``ValueError`` naming the
+        valid choices when there is none."""
+        self._discover()
+        key = name.strip().lower()
+        key = self._aliases.get(key, key)
+        if key not in self._entries:
+            raise ValueError(f"unknown {self.kind} {name!r} ({self.flag}); choose one of {', '.join(self.names())}")
+        return self._entries[key]
+
+    def describe(self) -> str:
+        """The names for a help text, those that need a model apart: 'a, b (LLM) or c (scripted)'."""
+        self._discover()
+        needing = [n for n, e in self._entries.items() if e.needs_model]
+        free = [n for n, e in self._entries.items() if not e.needs_model]
+        if not needing or not free:
+            return ", ".join(self._entries)
+        return f"{', '.join(needing)} (LLM) or {', '.join(free)} ({self.free_label})"
+
+    def check(self, name: str, *, env: str | None = None, options: Mapping[str, Any] | None = None) -> Entry:
+        """The entry for ``name``, after checking that it supports ``env`` and accepts ``options``."""
+        entry = self.get(name)
+        if env is not None and not entry.supports(env):
+            envs = ", ".join(entry.envs or ())
+            raise ValueError(f"the {entry.name} {self.noun} runs on {envs} only, not on environment {env!r} (--env)")
+        self.parse(entry, options or {})
+        return entry
+
+    def parse(self, entry: Entry, options: Mapping[str, Any]) -> BaseModel:
+        """``options`` validated by the entry's options model; ``ValueError`` naming the entry, the option and the
+        valid ones."""
+        try:
+            return entry.options.model_validate(dict(options))
+        except ValidationError as exc:
+            raise ValueError(self._explain(entry, exc, options)) from None
+
+    def build(self, name: str, *args: Any, options: Mapping[str, Any] | None = None) -> Any:
+        """``builder(*args, **options)`` for ``name``, the options checked first (the builder gets the given options
+        only, as checked values, so its own defaults stand for the rest)."""
+        entry = self.get(name)
+        parsed = self.parse(entry, options or {})
+        return entry.builder(*args, **{key: getattr(parsed, key) for key in options or {}})
+
+    def _explain(self, entry: Entry, exc: ValidationError, options: Mapping[str, Any]) -> str:
+        where = f" ({self.options_flag})" if self.options_flag else ""
+        valid = ", ".join(k for k in entry.options.model_fields if k not in self.fixed) or "none"
+        problems = []
+        for error in exc.errors(include_url=False):
+            key = ".".join(str(p) for p in error["loc"])
+            if error["type"] == "extra_forbidden":
+                owners = [e.name for e in self._entries.values() if key in e.options.model_fields]
+                elsewhere = f" (an option of {', '.join(owners)})" if owners else ""
+                problems.append(
+                    f"unknown option {key}{elsewhere} for the {entry.name} {self.noun}{where}; valid: {valid}"
+                )
+            elif error["loc"] and error["loc"][0] in options:
+                value = options[error["loc"][0]]
+                problems.append(f"bad option {key}={value!r} for the {entry.name} {self.noun}{where}: {error['msg']}")
+            else:
+                problems.append(f"the {entry.name} {self.noun}{where}: {error['msg']}")
+        return "; ".join(problems)
+
+
+def options_of(builder: Callable[..., Any], *, skip: int = 0, title: str = "options") -> type[BaseModel]:
+    """A strict pydantic model of ``builder``'s parameters after the first ``skip`` (a class: its ``__init__``'s,
+    after ``self``); ``*args`` and ``**kwargs`` are left out."""
+    function = builder.__init__ if inspect.isclass(builder) else builder
+    params = list(inspect.signature(function).parameters.values())[int(inspect.isclass(builder)) + skip :]
+    params = [p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    hints = typing.get_type_hints(function) if params else {}
+    fields: dict[str, Any] = {}
+    for param in params:
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (hints.get(param.name, Any), default)
+    config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, title=title)
+    return create_model(title.title().replace(" ", ""), __config__=config, **fields)
