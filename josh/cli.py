@@ -11,6 +11,7 @@ import typer
 from josh.agents import AGENTS
 from josh.cli_errors import reported, reports_errors, set_verbose
 from josh.envs import ENVIRONMENTS
+from josh.llm.factory import BACKENDS, settings_help
 from josh.users import USERS
 
 app = typer.Typer(
@@ -53,7 +54,7 @@ def version() -> None:
 ENV = typer.Option("toolwoz", help=f"environment: {ENVIRONMENTS.describe()}")
 DATA = typer.Option("mini", help="data source: 'mini' or a folder (see `josh data`)")
 AGENT = typer.Option("react", help=f"agent: {AGENTS.describe()}")
-BACKEND = typer.Option("hf", help="agent LLM backend: hf, vllm, openai, scripted")
+BACKEND = typer.Option("hf", help=f"agent LLM backend: {', '.join(BACKENDS.names())}")
 MODEL = typer.Option("smollm2", help="agent model: hub id, local folder, checkpoint/adapter folder, or smollm2")
 USER = typer.Option("agenda", help=f"user simulator: {USERS.describe()}")
 USER_BACKEND = typer.Option(None, help="user LLM backend (default: the agent's)")
@@ -68,8 +69,7 @@ MAX_NEW_TOKENS = typer.Option(None, min=1, help="agent max new tokens per genera
 LLM_OPTION = typer.Option(
     None,
     "--llm-option",
-    help="agent backend setting KEY=VALUE, repeatable: dtype=bfloat16, load_in_4bit=true, max_batch_size=64, "
-    "prefix_cache_tokens=0, gpu_memory_utilization=0.8, max_concurrency=32, ... (see josh.llm.factory.LLMConfig)",
+    help=f"agent backend setting KEY=VALUE, repeatable, e.g. dtype=bfloat16; each backend takes its own: {settings_help()}",
 )
 
 

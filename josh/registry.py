@@ -93,8 +93,9 @@ class Registry:
                 importlib.import_module(info.name)
 
     def names(self) -> list[str]:
+        """Every registered name, in registration order."""
         self._discover()
-        return sorted(self._entries)
+        return list(self._entries)
 
     def get(self, name: str) -> Entry:
         """The entry for ``name`` (case and surrounding spaces ignored, aliases resolved); ``ValueError`` naming the

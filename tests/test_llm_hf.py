@@ -129,8 +129,25 @@ async def test_shared_system_prompt_is_computed_once(llm):
     assert llm.prefix_cache.saved_tokens - saved > 100, "the second row reuses the system prompt's states"
 
 
-def test_four_bit_on_cpu_is_a_clear_error():
-    from josh.llm.hf import load_model
+async def test_four_bit_weights_load_and_generate_on_cpu(tmp_path):
+    """bitsandbytes 4-bit runs on CPU, for inference as for training (josh.training.model): a tiny Llama with
+    SmolLM2's tokenizer loads as NF4 through the hf backend's settings and answers."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    with pytest.raises(ValueError, match="CUDA"):
-        load_model("smollm2", device="cpu", load_in_4bit=True)
+    from josh.llm.factory import make_llm
+    from josh.llm.models import resolve_model
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("smollm2"))
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=512, eos_token_id=tokenizer.eos_token_id,
+    )  # fmt: skip
+    LlamaForCausalLM(config).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    llm = make_llm("hf", str(tmp_path), device="cpu", load_in_4bit=True, dtype="float32")
+    try:
+        assert type(llm.net.model.layers[0].mlp.up_proj).__name__ == "Linear4bit"
+        [reply] = await llm.chat(PROMPT, sampling=Sampling(temperature=0.0, max_new_tokens=4))
+        assert reply.completion_tokens > 0
+    finally:
+        llm.close()

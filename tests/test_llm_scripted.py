@@ -4,8 +4,10 @@ import time
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
 
 from josh.llm import LLM, Completion, LLMConfig, LLMError, Sampling, make_llm
+from josh.llm.factory import OpenAIConfig
 from josh.llm.scripted import ScriptedLLM, count_tokens
 from josh.types import ToolCall, assistant, system, user
 
@@ -123,24 +125,31 @@ def test_factory_builds_scripted_and_checks_options():
     assert isinstance(make_llm("scripted", replies=["a"]), ScriptedLLM)
     with pytest.raises(ValueError, match="needs canned replies: --llm-option"):
         make_llm("scripted")
-    with pytest.raises(ValueError, match="unknown backend setting 'temperature' in --llm-option"):
+    with pytest.raises(ValueError, match=r"unknown option temperature for the scripted backend \(--llm-option"):
         make_llm("scripted", replies=["a"], temperature=0.3)
-    with pytest.raises(ValueError, match="bad backend setting max_batch_size='many'"):
+    with pytest.raises(ValueError, match="bad option max_batch_size='many' for the hf backend"):
         make_llm("hf", max_batch_size="many")
-    with pytest.raises(ValueError, match="unknown backend 'gpt'; choose one of hf, vllm, openai, scripted"):
+    with pytest.raises(
+        ValueError, match=r"unknown backend 'gpt' \(--backend\); choose one of hf, vllm, openai, scripted"
+    ):
         make_llm("gpt")
     with pytest.raises(ValueError, match="needs --model"):
         make_llm("openai")
+    with pytest.raises(ValueError, match=r"unknown option load_in_4bit \(an option of hf\) for the openai backend"):
+        make_llm("openai", "gpt-4o-mini", load_in_4bit=True)
     with pytest.raises(ValueError, match="only applies"):
         make_llm("openai", "gpt-4o-mini", policy=lambda m, t, i: "x")
 
 
 def test_config_round_trips_through_yaml_like_dict():
-    config = LLMConfig.model_validate(
+    configs = TypeAdapter(LLMConfig)
+    config = configs.validate_python(
         {"backend": "openai", "model": "m", "base_url": "http://x/v1", "prices": {"m": [1, 2]}}
     )
-    assert LLMConfig.model_validate(config.model_dump()) == config
+    assert isinstance(config, OpenAIConfig) and configs.validate_python(config.model_dump()) == config
     assert config.prices == {"m": (1.0, 2.0)}
+    with pytest.raises(ValidationError, match="load_in_4bit"):
+        configs.validate_python({"backend": "openai", "model": "m", "load_in_4bit": True})
 
 
 async def test_history_with_tool_calls_counts_arguments():

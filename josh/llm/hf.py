@@ -27,7 +27,7 @@ from josh.llm.base import Completion, LLMError, Sampling, Usage, checked_samplin
 from josh.llm.batcher import Batcher
 from josh.llm.hf_prefix import PrefixCache
 from josh.llm.hf_sampling import RowSampler, RowSpec, RowStopper, row_seed
-from josh.llm.models import adapter_base, chatml_template, is_adapter_dir, resolve_model
+from josh.llm.models import adapter_base, chatml_template, four_bit, is_adapter_dir, resolve_model
 from josh.types import Message
 
 DTYPES = {"float32", "bfloat16", "float16"}
@@ -64,17 +64,8 @@ def load_model(
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     kwargs: dict[str, Any] = {"dtype": _torch_dtype(dtype, device)}
     if load_in_4bit:
-        if not device.startswith("cuda") or not torch.cuda.is_available():
-            raise ValueError("load_in_4bit needs a CUDA GPU (bitsandbytes 4-bit); drop it to run on CPU")
-        from transformers import BitsAndBytesConfig
-
-        kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True,
-            bnb_4bit_quant_type="nf4",
-            bnb_4bit_compute_dtype=kwargs["dtype"],
-            bnb_4bit_use_double_quant=True,
-        )
-        kwargs["device_map"] = {"": torch.device(device).index or 0}
+        kwargs["quantization_config"] = four_bit(kwargs["dtype"])
+        kwargs["device_map"] = {"": torch.device(device).index or 0} if device.startswith("cuda") else {"": device}
     net = AutoModelForCausalLM.from_pretrained(path, **kwargs)
     if not load_in_4bit:
         net = net.to(device)
@@ -89,7 +80,7 @@ def load_model(
     if not tokenizer.chat_template:
         tokenizer.chat_template = chatml_template()
     net.eval()
-    if device == "cpu":
+    if device == "cpu" and not load_in_4bit:  # 4-bit weights are packed; their layout is bitsandbytes'
         input_major_weights(net)
     return net, tokenizer
 

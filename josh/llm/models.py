@@ -14,6 +14,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 DEFAULT_MODEL = "smollm2"
 SMOLLM2_ALIASES = {"smollm2", "smollm2-135m", "smollm2-135m-instruct", "huggingfacetb/smollm2-135m-instruct"}
@@ -85,6 +86,21 @@ def ensure_smollm2() -> Path:
         shutil.rmtree(target)
     tmp.rename(target)
     return target
+
+
+def four_bit(compute_dtype: Any, *, quant_type: str = "nf4", double_quant: bool = True) -> Any:
+    """transformers' bitsandbytes 4-bit loading settings (NF4 and double quantisation by default), for inference
+    (``josh.llm.hf``) and training alike; bitsandbytes runs them on CUDA and, more slowly, on CPU."""
+    from transformers import BitsAndBytesConfig
+
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise ImportError("4-bit loading (load_in_4bit) needs bitsandbytes: pip install 'josh[train]'")
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type=quant_type,
+        bnb_4bit_use_double_quant=double_quant,
+        bnb_4bit_compute_dtype=compute_dtype,
+    )
 
 
 def resolve_model(name: str | None = None) -> str:

@@ -7,7 +7,7 @@ import importlib.resources
 from pathlib import Path
 from typing import Any
 
-from josh.llm.models import ModelNotFoundError, resolve_model
+from josh.llm.models import ModelNotFoundError, four_bit, resolve_model
 from josh.recipes import LoraSpec, QuantizationSpec, TrainRecipe
 
 
@@ -94,18 +94,7 @@ def quantization_config(spec: QuantizationSpec) -> Any:
     """bitsandbytes 4-bit config (NF4 + double quant + bf16 compute by default), or None."""
     if not spec.load_in_4bit:
         return None
-    from transformers import BitsAndBytesConfig
-
-    try:
-        import bitsandbytes  # noqa: F401
-    except ImportError:
-        raise ImportError("quantization.load_in_4bit needs bitsandbytes: pip install 'josh[train]'") from None
-    return BitsAndBytesConfig(
-        load_in_4bit=True,
-        bnb_4bit_quant_type=spec.quant_type,
-        bnb_4bit_use_double_quant=spec.double_quant,
-        bnb_4bit_compute_dtype=torch_dtype(spec.compute_dtype),
-    )
+    return four_bit(torch_dtype(spec.compute_dtype), quant_type=spec.quant_type, double_quant=spec.double_quant)
 
 
 def load_model(recipe: TrainRecipe) -> Any:
