@@ -8,11 +8,11 @@ from pathlib import Path
 
 import typer
 
-from josh.agents import AGENTS
 from josh.cli_errors import reported, reports_errors, set_verbose
-from josh.envs import ENVIRONMENTS
-from josh.llm.factory import BACKENDS, settings_help
-from josh.users import USERS
+from josh.cli_options import key_values, option, run_options
+from josh.components import ComponentOptions
+
+RUN_SPEC = ComponentOptions()  # stands for the run options, which @run_options puts in its place
 
 app = typer.Typer(
     name="josh",
@@ -35,14 +35,6 @@ def main(
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-AGENT_OPTION = typer.Option(
-    None,
-    "--agent-option",
-    help="prompted agent setting KEY=VALUE, repeatable: constrain=true, examples=2, examples_as_turns=true, "
-    "max_generations=2 (see josh.agents.prompted.AgentConfig)",
-)
-
-
 @app.command()
 def version() -> None:
     """Print the installed josh version."""
@@ -51,81 +43,15 @@ def version() -> None:
     typer.echo(__version__)
 
 
-ENV = typer.Option("toolwoz", help=f"environment: {ENVIRONMENTS.describe()}")
-DATA = typer.Option("mini", help="data source: 'mini' or a folder (see `josh data`)")
-AGENT = typer.Option("react", help=f"agent: {AGENTS.describe()}")
-BACKEND = typer.Option("hf", help=f"agent LLM backend: {', '.join(BACKENDS.names())}")
-MODEL = typer.Option("smollm2", help="agent model: hub id, local folder, checkpoint/adapter folder, or smollm2")
-USER = typer.Option("agenda", help=f"user simulator: {USERS.describe()}")
-USER_BACKEND = typer.Option(None, help="user LLM backend (default: the agent's)")
-USER_MODEL = typer.Option(None, help="user LLM model (default: the agent's; the same pair shares one backend)")
-LIMIT = typer.Option(None, min=1, help="only the first N tasks of the split")
-BASE_URL = typer.Option(None, help="OpenAI-compatible endpoint of the agent's openai backend, e.g. http://HOST:8000/v1")
-USER_BASE_URL = typer.Option(
-    None, help="endpoint of the user's openai backend (default: --base-url when the user shares the agent's model)"
-)
-TEMPERATURE = typer.Option(None, min=0.0, help="agent sampling temperature (default: the agent's)")
-MAX_NEW_TOKENS = typer.Option(None, min=1, help="agent max new tokens per generation (default: the agent's)")
-LLM_OPTION = typer.Option(
-    None,
-    "--llm-option",
-    help=f"agent backend setting KEY=VALUE, repeatable, e.g. dtype=bfloat16; each backend takes its own: {settings_help()}",
-)
-
-
-def _components(**names: object) -> object:
-    """ComponentOptions from CLI values; temperature / max_new_tokens become the agent's sampling."""
-    from josh.components import ComponentOptions
-    from josh.llm.base import Sampling
-
-    temperature, max_new = names.pop("temperature"), names.pop("max_new_tokens")
-    llm_options = _key_values(names.pop("llm_option", None), "--llm-option", "dtype=bfloat16")
-    agent_options = _key_values(names.pop("agent_option", None), "--agent-option", "constrain=true")
-    sampling = None
-    if temperature is not None or max_new is not None:
-        defaults = Sampling()
-        sampling = Sampling(
-            temperature=defaults.temperature if temperature is None else temperature,
-            max_new_tokens=defaults.max_new_tokens if max_new is None else max_new,
-        )
-    return ComponentOptions(**names, llm_options=llm_options, agent_options=agent_options, agent_sampling=sampling)
-
-
-def _key_values(texts: list[str] | None, flag: str, example: str) -> dict[str, object]:
-    """``KEY=VALUE`` flags as a dict (values read as YAML)."""
-    from josh.recipes import parse_override
-
-    out = {}
-    for text in texts or []:
-        path, value = parse_override(text, flag, example)
-        if len(path) != 1:
-            raise ValueError(f"bad {flag} {text!r}: expected KEY=VALUE with a plain key, e.g. {example}")
-        out[path[0]] = value
-    return out
-
-
 @app.command()
+@run_options
 def rollout(
     out: str = typer.Option(..., "--out", help="run folder: trees.jsonl and stats.json go here (rerun to resume)"),
-    env: str = ENV,
-    data: str = DATA,
+    spec: ComponentOptions = RUN_SPEC,
     split: str = typer.Option("train", help="task split"),
-    agent: str = AGENT,
-    backend: str = BACKEND,
-    model: str = MODEL,
-    user: str = USER,
-    user_backend: str | None = USER_BACKEND,
-    user_model: str | None = USER_MODEL,
-    base_url: str | None = BASE_URL,
-    user_base_url: str | None = USER_BASE_URL,
-    temperature: float | None = TEMPERATURE,
-    max_new_tokens: int | None = MAX_NEW_TOKENS,
-    llm_option: list[str] | None = LLM_OPTION,
-    agent_option: list[str] | None = AGENT_OPTION,
     beam: int = typer.Option(8, min=1, help="most live leaves per task"),
     branching: int = typer.Option(2, min=1, help="agent turns sampled per leaf while the beam has room"),
     max_depth: int = typer.Option(15, min=1, help="most agent turns per conversation"),
-    limit: int | None = LIMIT,
     concurrency: int = typer.Option(16, min=1, help="tasks searched at the same time (per actor with --ray)"),
     progress: bool = typer.Option(True, help="show the progress bar"),
     ray_address: str | None = typer.Option(
@@ -143,17 +69,11 @@ def rollout(
     from josh.search import SearchConfig
 
     with reported(interrupted=f"finished trees are in {out}/trees.jsonl; rerun the same command to resume"):
-        components = _components(
-            env=env, data=data, split=split, agent=agent, backend=backend, model=model, user=user,
-            user_backend=user_backend, user_model=user_model, limit=limit,
-            base_url=base_url, user_base_url=user_base_url,
-            temperature=temperature, max_new_tokens=max_new_tokens, llm_option=llm_option, agent_option=agent_option,
-        )  # fmt: skip
         search = SearchConfig(max_beam=beam, branching=branching, max_depth=max_depth)
         options = RolloutOptions(
-            out=out, components=components, rollout=RolloutConfig(search=search, concurrency=concurrency)
+            out=out, components=spec, rollout=RolloutConfig(search=search, concurrency=concurrency)
         )
-        preflight(components)
+        preflight(spec)
         with noise_to(Path(out) / "rollout.log"):
             if ray_address is None:
                 stats = rollout_from_options(options, progress=progress)
@@ -179,26 +99,13 @@ def rollout(
 
 
 @app.command("eval")
+@run_options
 def eval_(
     out: str = typer.Option(..., "--out", help="run folder: results.jsonl and summary.json (rerun to resume)"),
-    env: str = ENV,
-    data: str = DATA,
+    spec: ComponentOptions = RUN_SPEC,
     split: str = typer.Option("test", help="task split"),
-    agent: str = AGENT,
-    backend: str = BACKEND,
-    model: str = MODEL,
-    user: str = USER,
-    user_backend: str | None = USER_BACKEND,
-    user_model: str | None = USER_MODEL,
-    base_url: str | None = BASE_URL,
-    user_base_url: str | None = USER_BASE_URL,
-    temperature: float | None = TEMPERATURE,
-    max_new_tokens: int | None = MAX_NEW_TOKENS,
-    llm_option: list[str] | None = LLM_OPTION,
-    agent_option: list[str] | None = AGENT_OPTION,
     trials: int = typer.Option(1, min=1, help="conversations per task (pass^k for k = 1..trials)"),
     max_turns: int = typer.Option(15, min=1, help="most agent turns per conversation"),
-    limit: int | None = LIMIT,
     concurrency: int = typer.Option(16, min=1, help="conversations in flight at the same time"),
     progress: bool = typer.Option(True, help="show the progress bar"),
 ) -> None:
@@ -212,15 +119,9 @@ def eval_(
     from josh.report import print_summary
 
     with reported(interrupted=f"finished conversations are in {out}/results.jsonl; rerun the same command to resume"):
-        options = _components(
-            env=env, data=data, split=split, agent=agent, backend=backend, model=model, user=user,
-            user_backend=user_backend, user_model=user_model, limit=limit,
-            base_url=base_url, user_base_url=user_base_url,
-            temperature=temperature, max_new_tokens=max_new_tokens, llm_option=llm_option, agent_option=agent_option,
-        )  # fmt: skip
-        preflight(options)
+        preflight(spec)
         with noise_to(Path(out) / "eval.log"):
-            built = build_components(options, check_connection=False)
+            built = build_components(spec, check_connection=False)
         try:
             done = finished_count(out, built.tasks, trials)
             if done:
@@ -239,12 +140,12 @@ def eval_(
                         cost=built.cost,
                         show_progress=progress,
                         guard=lambda: stop_if_failing(built.llms),
-                        run=options.run_info(),
+                        run=spec.run_info(),
                     )
                 )
         finally:
             built.close()
-    print_summary(summary, title=f"{agent} on {env}/{data}:{split} -> {out}")
+    print_summary(summary, title=f"{spec.agent} on {spec.env}/{spec.data}:{split} -> {out}")
     _print_errors(summary.error_counts, out)
     from josh.diagnostics import print_diagnostics
 
@@ -397,15 +298,15 @@ def matrix(
     users: list[str] = typer.Option(
         ..., "--user", help="user simulator KIND[:BACKEND[:MODEL]], repeatable: agenda, goal, goal:openai:gpt-4o"
     ),
-    env: str = ENV,
-    data: str = DATA,
+    env: str = option("env"),
+    data: str = option("data"),
     split: str = typer.Option("test", help="task split"),
     backend: str = typer.Option("hf", help="backend of LLM components that name none"),
     model: str = typer.Option("smollm2", help="model of LLM components that name none"),
-    llm_option: list[str] | None = LLM_OPTION,
+    llm_options: list[str] | None = option("llm_options"),
     trials: int = typer.Option(1, min=1, help="conversations per task and cell"),
     max_turns: int = typer.Option(15, min=1, help="most agent turns per conversation"),
-    limit: int | None = LIMIT,
+    limit: int | None = option("limit"),
     concurrency: int = typer.Option(16, min=1, help="conversations in flight at the same time"),
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
@@ -418,10 +319,10 @@ def matrix(
     from josh.matrix import MatrixConfig, print_matrix, run_matrix
 
     console = Console()
-    options = _components(llm_option=llm_option, temperature=None, max_new_tokens=None)
+    settings = key_values(llm_options, "--llm-option", "dtype=bfloat16")
     config = MatrixConfig(
         env=env, data=data, split=split, agents=agents, users=users, backend=backend, model=model,
-        llm_options=options.llm_options, limit=limit, trials=trials, max_turns=max_turns, concurrency=concurrency,
+        llm_options=settings, limit=limit, trials=trials, max_turns=max_turns, concurrency=concurrency,
     )  # fmt: skip
     result = asyncio.run(run_matrix(config, out, progress=progress, say=lambda t: console.print(t, soft_wrap=True)))
     print_matrix(result, console)

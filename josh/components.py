@@ -1,9 +1,9 @@
-"""Build the environment, LLMs, agent and user simulator of a run from names (the CLI and recipes use this).
+"""Build the environment, LLMs, agent and user simulator of a run from its ``RunSpec`` (the CLI and recipes use this).
 
 LLMs are built only for the components whose registry entry needs one (the scripted agents and the rule-based
 users run without a model). Every name, option and backend setting is checked against the registries before
-anything loads, and an HTTP backend is asked once whether it can be reached, so
-a typo or a server that is down stops the run at once with one line.
+anything loads, and an HTTP backend is asked once whether it can be reached, so a typo or a server that is down
+stops the run at once with one line.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from josh.agents import AGENTS, Agent
 from josh.envs import ENVIRONMENTS, build_env
@@ -19,37 +19,16 @@ from josh.envs.base import Env
 from josh.llm.base import LLM, Sampling
 from josh.llm.factory import LLMConfig
 from josh.runinfo import RunInfo, run_info
+from josh.runspec import RunSpec
 from josh.types import Task
 from josh.users import USERS, UserSimulator
 
 
-class ComponentOptions(BaseModel):
-    """Names of the pieces of a run; the factories check them and say what is valid."""
+class ComponentOptions(RunSpec):
+    """A run spec plus what one stage takes from it: the task split (its first ``limit`` tasks) and the sampling."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    env: str = "toolwoz"
-    data: str = "mini"
     split: str = "test"
-    agent: str = "react"
-    backend: str = "hf"
-    model: str | None = "smollm2"
-    user: str = "agenda"
-    user_backend: str | None = None
-    user_model: str | None = None
-    base_url: str | None = Field(None, description="the agent's OpenAI-compatible endpoint (openai backend)")
-    user_base_url: str | None = Field(
-        None, description="the user's endpoint (default: base_url when the user shares the agent's backend and model)"
-    )
-    llm_options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="settings of the agent's backend (LLMConfig fields, e.g. dtype, load_in_4bit, max_batch_size); "
-        "a user simulator on the same backend and model shares that backend",
-    )
     limit: int | None = Field(None, ge=1)
-    agent_options: dict[str, Any] = Field(
-        default_factory=dict, description="options of a prompted agent (AgentConfig fields, e.g. constrain, examples)"
-    )
     agent_sampling: Sampling | None = None
     user_sampling: Sampling | None = None
 
@@ -95,7 +74,7 @@ def check_names(options: ComponentOptions) -> None:
     environment, or an option it does not take (before anything is loaded)."""
     ENVIRONMENTS.get(options.env)
     AGENTS.check(options.agent, env=options.env, options=options.agent_options)
-    USERS.check(options.user, env=options.env)
+    USERS.check(options.user, env=options.env, options=options.user_options)
 
 
 def _llm_keys(options: ComponentOptions) -> tuple[LLMKey | None, LLMKey | None]:
@@ -148,7 +127,9 @@ def build_components(options: ComponentOptions, *, check_connection: bool = True
     agent_opts = dict(options.agent_options)
     if options.agent_sampling and agent_llm:
         agent_opts["sampling"] = options.agent_sampling
-    user_opts = {"sampling": options.user_sampling} if options.user_sampling and user_llm else {}
+    user_opts = dict(options.user_options)
+    if options.user_sampling and user_llm:
+        user_opts["sampling"] = options.user_sampling
     agent = make_agent(options.agent, env, agent_llm, **agent_opts)
     user_sim = make_user(options.user, user_llm, **user_opts)
     return Components(env=env, tasks=tasks, agent=agent, user=user_sim, llms=list(llms.values()))

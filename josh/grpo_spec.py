@@ -3,29 +3,23 @@ rollouts run in, and the GRPO settings (``josh train grpo``, ``josh.training.grp
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from josh.runspec import AgentSpec, EnvSpec, UserSpec
 
 
-class GRPOSpec(BaseModel):
+class GRPOSpec(UserSpec, AgentSpec, EnvSpec):
     """Online GRPO: every step rolls out ``num_generations`` whole conversations per task with the policy being
-    trained, scores each with the environment's reward and takes a GRPO step on the agent's tokens."""
+    trained, scores each with the environment's reward and takes a GRPO step on the agent's tokens. The environment,
+    agent and user are the run spec's parts (the agent's LLM is the policy; a user simulator never shares it)."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-    env: str = "toolwoz"
-    data: str = Field("mini", description="the environment's data source, as for josh eval --data")
     split: str = "train"
     skip: int = Field(0, ge=0, description="tasks skipped at the start of the split")
     limit: int | None = Field(None, ge=1, description="tasks to train on (default: the rest of the split)")
     task_ids: list[str] | None = Field(None, description="exactly these tasks of the split (overrides skip/limit)")
     agent: str = Field("act", description="the prompted agent whose outputs are trained: act, react, function_calling")
-    agent_options: dict[str, Any] = Field(default_factory=dict, description="AgentConfig fields, e.g. examples: 0")
-    user: str = "agenda"
-    user_backend: str | None = Field(None, description="backend of an LLM user simulator (it never shares the policy)")
-    user_model: str | None = None
-    user_base_url: str | None = None
     num_generations: int = Field(4, ge=2, description="conversations per task and step (the GRPO group)")
     max_turns: int = Field(4, ge=1, description="agent turns per conversation")
     max_new_tokens: int = Field(128, ge=1, description="tokens per agent generation")

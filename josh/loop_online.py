@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from josh.runspec import AgentSpec, EnvSpec, UserSpec
 from josh.stages import count_rows
 
 Model = tuple[Path, str]
@@ -70,14 +71,9 @@ class OnlineArms:
         recipe = self.recipe
         setup = recipe.setup
         tasks = [t.id for t in self.rollout_tasks(r)]
-        spec = recipe.grpo.grpo.model_copy(
-            update={
-                "env": setup.env, "data": setup.data, "split": recipe.rollout.split, "task_ids": tasks,
-                "agent": setup.agent, "agent_options": dict(setup.agent_options), "user": setup.user,
-                "user_backend": setup.user_backend, "user_model": setup.user_model,
-                "user_base_url": setup.user_base_url,
-            }
-        )  # fmt: skip
+        shared = set(EnvSpec.model_fields) | set(AgentSpec.model_fields) | set(UserSpec.model_fields)
+        update = {**setup.model_dump(include=shared), "split": recipe.rollout.split, "task_ids": tasks}
+        spec = recipe.grpo.grpo.model_copy(update=update)
         arm = recipe.grpo.model_copy(update={"grpo": spec})
         train = folder / "train-grpo"
         self.result.rounds[-1].grpo = train

@@ -18,6 +18,7 @@ from josh.advantages import AdvantageConfig
 from josh.extract import ExtractConfig
 from josh.grpo_spec import GRPOSpec
 from josh.llm.base import Sampling
+from josh.runspec import RunSpec
 from josh.search import SearchConfig
 from josh.warmstart import WarmStartConfig
 
@@ -252,28 +253,6 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None) -> TrainRe
     return build_recipe(_read_mapping(path), overrides, source=str(path))
 
 
-class AgentSetup(_Strict):
-    """The agent and user of a loop, by name (as ``josh eval`` / ``josh rollout`` take them); ``model`` is the base
-    policy every round starts from."""
-
-    env: str = "toolwoz"
-    data: str = "mini"
-    agent: str = "react"
-    backend: str = "hf"
-    model: str = "smollm2"
-    user: str = "agenda"
-    user_backend: str | None = None
-    user_model: str | None = None
-    base_url: str | None = None
-    user_base_url: str | None = None
-    agent_options: dict[str, Any] = Field(
-        default_factory=dict, description="prompted-agent options: examples, max_generations, max_calls_per_generation"
-    )
-    llm_options: dict[str, Any] = Field(
-        default_factory=dict, description="agent backend settings (LLMConfig fields: dtype, load_in_4bit, ...)"
-    )
-
-
 class EvalSpec(_Strict):
     """How every model of the loop is evaluated: the same held-out tasks each time."""
 
@@ -330,7 +309,10 @@ class LoopRecipe(_Strict):
         "sampling and the arms' own seeds",
     )
     seeds: int = Field(1, ge=1, description="independent runs with seeds seed, seed+1, ... (from 0 when seed is unset)")
-    setup: AgentSetup = Field(default_factory=AgentSetup)
+    setup: RunSpec = Field(
+        default_factory=RunSpec,
+        description="the run spec, as `josh eval` / `josh rollout` take it; model: the base policy",
+    )
     baseline: bool = Field(True, description="evaluate the base model before any training")
     warm_start: WarmStartConfig | None = None
     rollout: RolloutSpec = Field(default_factory=RolloutSpec)

@@ -116,6 +116,15 @@ class Registry:
             return ", ".join(self._entries)
         return f"{', '.join(needing)} (LLM) or {', '.join(free)} ({self.free_label})"
 
+    def options_help(self) -> str:
+        """Each entry's options for a help text, entries with the same options together: 'a, b: x, y; c: z'."""
+        self._discover()
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for entry in self._entries.values():
+            keys = tuple(k for k in entry.options.model_fields if k not in self.fixed)
+            groups.setdefault(keys, []).append(entry.name)
+        return "; ".join(f"{', '.join(names)}: {', '.join(keys) or 'none'}" for keys, names in groups.items())
+
     def check(self, name: str, *, env: str | None = None, options: Mapping[str, Any] | None = None) -> Entry:
         """The entry for ``name``, after checking that it supports ``env`` and accepts ``options``."""
         entry = self.get(name)

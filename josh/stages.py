@@ -29,7 +29,7 @@ from josh.types import Task
 from josh.warmstart import WarmStartConfig
 
 Trainer = Callable[[TrainRecipe, bool], Path]
-Builder = Callable[[ComponentOptions, dict[str, Any]], Components]
+Builder = Callable[[ComponentOptions], Components]
 Merger = Callable[[Path, Path, str], Path]
 ENDED = "ended.txt"  # a training stage that had nothing usable to train on says why here
 
@@ -48,16 +48,6 @@ def merge_with_peft(adapter: Path, out: Path, dtype: str) -> Path:
     return merge_adapter(adapter, out, dtype=dtype)
 
 
-def build_with_options(options: ComponentOptions, agent_options: dict[str, Any]) -> Components:
-    """``build_components``, with the prompted agent rebuilt on the same backend when it has options."""
-    from josh.agents import AGENTS, make_agent
-
-    built = build_components(options)
-    if agent_options and AGENTS.get(options.agent).needs_model:
-        built.agent = make_agent(options.agent, built.env, built.agent.llm, **agent_options)
-    return built
-
-
 class Unfinished(Exception):
     """A dry run reached a stage that has not finished."""
 
@@ -70,7 +60,7 @@ class Stages:
         recipe: LoopRecipe,
         *,
         trainer: Trainer = train_with_trl,
-        builder: Builder = build_with_options,
+        builder: Builder = build_components,
         merger: Merger = merge_with_peft,
         console: Console | None = None,
         progress: bool = True,
@@ -114,20 +104,10 @@ class Stages:
 
     # components -------------------------------------------------------------------------------------------
 
-    def _options(self, split: str, model: str, sampling: Any) -> ComponentOptions:
-        s = self.recipe.setup
-        return ComponentOptions(
-            env=s.env, data=s.data, split=split, agent=s.agent, backend=s.backend, model=model, user=s.user,
-            user_backend=s.user_backend, user_model=s.user_model, base_url=s.base_url,
-            user_base_url=s.user_base_url, llm_options=s.llm_options, agent_sampling=sampling,
-        )  # fmt: skip
-
-    def _build(self, split: str, model: str, sampling: Any) -> Components:
-        """Env, tasks, agent (with the recipe's agent options), user and LLMs for one stage."""
-        options = dict(self.recipe.setup.agent_options)
-        if sampling is not None:
-            options["sampling"] = sampling
-        return self.builder(self._options(split, model, sampling), options)
+    def _build(self, split: str, model: str, sampling: Sampling | None) -> Components:
+        """Env, tasks, agent, user and LLMs of the recipe's run spec for one stage: its split, model and sampling."""
+        spec = self.recipe.setup.model_dump()
+        return self.builder(ComponentOptions(**{**spec, "model": model}, split=split, agent_sampling=sampling))
 
     def prompt_agent(self) -> Any:
         """The agent as it is prompted, without a backend (for its system prompt, protocol and tools)."""
@@ -161,8 +141,9 @@ class Stages:
 
     def _setup_config(self) -> dict[str, Any]:
         config = self.recipe.setup.model_dump(mode="json", exclude={"model"})
-        if not config["llm_options"]:  # absent before backend settings existed: older runs keep resuming
-            del config["llm_options"]
+        for key in ("llm_options", "user_options"):  # absent before they existed: older runs keep resuming
+            if not config[key]:
+                del config[key]
         return config
 
     def _token_counter(self) -> tuple[Any, str]:

@@ -102,9 +102,9 @@ def test_rounds_without_tasks_fail_before_any_work(tmp_path: Path) -> None:
     assert not (tmp_path / "scripted" / "round-0").exists()
 
 
-def hopeless(options: ComponentOptions, agent_options: dict[str, Any]) -> Components:
+def hopeless(options: ComponentOptions) -> Components:
     """Searches find nothing to reward; evaluations are the usual noisy oracle."""
-    built = builder(options, agent_options)
+    built = builder(options)
     if options.split == "train":
         built.agent = Apologetic()
     return built

@@ -34,8 +34,8 @@ class Counted:
         return [t.model_copy(update={"llm_calls": 1, "prompt_tokens": 100, "completion_tokens": 10}) for t in turns]
 
 
-def counted(options: ComponentOptions, agent_options: dict[str, Any]) -> Components:
-    built = builder(options, agent_options)
+def counted(options: ComponentOptions) -> Components:
+    built = builder(options)
     built.agent = Counted(built.agent)
     return built
 

@@ -22,7 +22,7 @@ def _noise(model: str) -> float:
     return json.loads(skill.read_text())["noise"] if skill.is_file() else BASE_NOISE
 
 
-def builder(options: ComponentOptions, agent_options: dict[str, Any]) -> Components:
+def builder(options: ComponentOptions) -> Components:
     """The oracle acts, dropping an argument of a goal call with a probability set by the 'checkpoint'."""
     from josh.agents import make_agent
     from josh.users import make_user
@@ -140,9 +140,9 @@ def test_changed_settings_rerun_only_what_depends_on_them(tmp_path: Path) -> Non
 def test_backend_settings_reach_every_stage_and_count_as_settings(tmp_path: Path) -> None:
     seen: list[dict[str, Any]] = []
 
-    def recording(options: ComponentOptions, agent_options: dict[str, Any]) -> Components:
+    def recording(options: ComponentOptions) -> Components:
         seen.append(options.llm_options)
-        return builder(options, agent_options)
+        return builder(options)
 
     run(tmp_path, StubTrainer())
     setup = {"agent": "act", "backend": "scripted", "model": "base", "agent_options": {"examples": 0}}

@@ -26,11 +26,11 @@ LINE = re.compile(
 )
 
 
-def seeded(options: ComponentOptions, agent_options: dict[str, Any]) -> Components:
+def seeded(options: ComponentOptions) -> Components:
     """The noisy oracle, whose noise draws follow the rollout sampling seed (so seeds search differently)."""
     from josh.agents import make_agent
 
-    built = builder(options, agent_options)
+    built = builder(options)
     sampling = options.agent_sampling
     if sampling is not None and sampling.seed is not None:
         built.agent = make_agent("oracle", built.env, noise=built.agent.noise, seed=sampling.seed)

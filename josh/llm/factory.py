@@ -116,14 +116,6 @@ def llm_config(backend: str, model: str | None = None, **settings: Any) -> LLMCo
     return BACKENDS.parse(entry, {**settings, "backend": entry.name, "model": model})  # type: ignore[return-value]
 
 
-def settings_help() -> str:
-    """Each backend's settings, for help texts: 'hf: adapter, ...; vllm: ...'."""
-    return "; ".join(
-        f"{name}: {', '.join(k for k in BACKENDS.get(name).options.model_fields if k not in BACKENDS.fixed)}"
-        for name in BACKENDS.names()
-    )
-
-
 def check_buildable(config: LLMConfig) -> None:
     """What ``build_llm`` would fail on, checked without loading anything: a missing package (``ImportError``
     naming the install command) or a scripted backend without replies (``ValueError``)."""

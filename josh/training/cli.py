@@ -5,7 +5,10 @@ Heavy imports (torch, transformers, trl) happen inside the commands so ``--help`
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -17,16 +20,6 @@ train_app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
-
-
-def _recipe_option(method: str) -> typer.models.OptionInfo:
-    return typer.Option(..., "--recipe", "-r", help=f"recipe YAML, e.g. recipes/tiny-{method}.yaml")
-
-
-SetOpt = typer.Option(None, "--set", help="override a recipe key, e.g. --set optim.learning_rate=1e-4 (repeatable)")
-DataOpt = typer.Option(None, "--data", help="training JSONL (overrides the recipe's data)")
-OutputOpt = typer.Option(None, "--output", "-o", help="run folder (default: <output_dir>/<run_name> from the recipe)")
-ResumeOpt = typer.Option(False, "--resume", help="continue from the last checkpoint-N in the run folder")
 
 
 def run_command(method: str, recipe: Path, overrides: list[str], data: Path | None, output: Path | None, resume: bool):
@@ -50,60 +43,41 @@ def run_command(method: str, recipe: Path, overrides: list[str], data: Path | No
     console.print(f"[green]done:[/green] {run_dir}")
 
 
-@train_app.command()
-def sft(
-    recipe: Path = _recipe_option("sft"),
-    overrides: list[str] = SetOpt,
-    data: Path = DataOpt,
-    output: Path = OutputOpt,
-    resume: bool = ResumeOpt,
-) -> None:
-    """Supervised fine-tuning on whole conversations (loss on assistant tokens only)."""
-    run_command("sft", recipe, overrides or [], data, output, resume)
+METHODS = {
+    "sft": "Supervised fine-tuning on whole conversations (loss on assistant tokens only).",
+    "kto": "KTO on good/bad agent turns (reference = the policy without its adapter).",
+    "dpo": "DPO on chosen/rejected agent turns.",
+    "tree": "Advantage-weighted log-likelihood on sibling turns (josh extract --format tree).",
+    "grpo": "Online GRPO on whole conversations with a user simulator, rewarded by the environment (recipe: grpo).",
+}
+ONLINE = ("grpo",)  # rolls out its own conversations: no --data
 
 
-@train_app.command()
-def kto(
-    recipe: Path = _recipe_option("kto"),
-    overrides: list[str] = SetOpt,
-    data: Path = DataOpt,
-    output: Path = OutputOpt,
-    resume: bool = ResumeOpt,
-) -> None:
-    """KTO on good/bad agent turns (reference = the policy without its adapter)."""
-    run_command("kto", recipe, overrides or [], data, output, resume)
+def _command(method: str) -> Callable[..., None]:
+    """The ``josh train METHOD`` command: the same options for every method (an online one takes no data file)."""
+
+    def command(
+        recipe: Path = typer.Option(..., "--recipe", "-r", help=f"recipe YAML, e.g. recipes/tiny-{method}.yaml"),
+        overrides: list[str] = typer.Option(
+            None, "--set", help="override a recipe key, e.g. --set optim.learning_rate=1e-4 (repeatable)"
+        ),
+        data: Annotated[
+            Path | None, typer.Option("--data", help="training JSONL (overrides the recipe's data)")
+        ] = None,
+        output: Path = typer.Option(
+            None, "--output", "-o", help="run folder (default: <output_dir>/<run_name> from the recipe)"
+        ),
+        resume: bool = typer.Option(False, "--resume", help="continue from the last checkpoint-N in the run folder"),
+    ) -> None:
+        run_command(method, recipe, overrides or [], data, output, resume)
+
+    command.__doc__ = METHODS[method]
+    if method in ONLINE:
+        signature = inspect.signature(command)
+        params = [p for p in signature.parameters.values() if p.name != "data"]
+        command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    return command
 
 
-@train_app.command()
-def dpo(
-    recipe: Path = _recipe_option("dpo"),
-    overrides: list[str] = SetOpt,
-    data: Path = DataOpt,
-    output: Path = OutputOpt,
-    resume: bool = ResumeOpt,
-) -> None:
-    """DPO on chosen/rejected agent turns."""
-    run_command("dpo", recipe, overrides or [], data, output, resume)
-
-
-@train_app.command()
-def tree(
-    recipe: Path = _recipe_option("tree"),
-    overrides: list[str] = SetOpt,
-    data: Path = DataOpt,
-    output: Path = OutputOpt,
-    resume: bool = ResumeOpt,
-) -> None:
-    """Advantage-weighted log-likelihood on sibling turns (josh extract --format tree)."""
-    run_command("tree", recipe, overrides or [], data, output, resume)
-
-
-@train_app.command()
-def grpo(
-    recipe: Path = _recipe_option("grpo"),
-    overrides: list[str] = SetOpt,
-    output: Path = OutputOpt,
-    resume: bool = ResumeOpt,
-) -> None:
-    """Online GRPO on whole conversations with a user simulator, rewarded by the environment (recipe: grpo)."""
-    run_command("grpo", recipe, overrides or [], None, output, resume)
+for _method in METHODS:
+    train_app.command(_method)(_command(_method))

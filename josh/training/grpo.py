@@ -61,7 +61,7 @@ def check_recipe(recipe: TrainRecipe, n_tasks: int) -> None:
         raise RecipeError(f"grpo: one step needs {batch // spec.num_generations} tasks, the recipe gives {n_tasks}")
     try:
         agent = AGENTS.check(spec.agent, env=spec.env, options=spec.agent_options)
-        user = USERS.check(spec.user, env=spec.env)
+        user = USERS.check(spec.user, env=spec.env, options=spec.user_options)
     except ValueError as exc:
         raise RecipeError(f"grpo: {exc}") from None
     if not agent.needs_model:
@@ -115,7 +115,7 @@ class ConversationRollout:
         env, tasks = tasks_of(recipe)
         self.env = WatchedEnv(env)
         self.tasks = {t.id: t for t in tasks}
-        self.user = make_user(recipe.grpo.user, self._user_llm())
+        self.user = make_user(recipe.grpo.user, self._user_llm(), **recipe.grpo.user_options)
         self.stats = RolloutStats()
         self.__name__ = "josh_conversations"
 

@@ -1,0 +1,125 @@
+"""The run options of ``josh eval`` and ``josh rollout``, written once: generated from the ``RunSpec`` fields (their
+descriptions are the help, the registries add the valid names and options) plus a stage's task limit and sampling.
+
+``@run_options`` puts them in a command's signature where it has a ``spec`` parameter and hands the command one
+checked ``ComponentOptions`` (with the command's own ``split``); a bad value is one red line before the command runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import typer
+
+from josh.agents import AGENTS
+from josh.components import ComponentOptions
+from josh.envs import ENVIRONMENTS
+from josh.llm.factory import BACKENDS
+from josh.registry import Registry
+from josh.runspec import RunSpec
+from josh.users import USERS
+
+NAMES: dict[str, Registry] = {
+    "env": ENVIRONMENTS,
+    "agent": AGENTS,
+    "backend": BACKENDS,
+    "user": USERS,
+    "user_backend": BACKENDS,
+}
+EXAMPLES = {"agent_options": "examples=2", "llm_options": "dtype=bfloat16", "user_options": "patience=5"}
+
+
+def _names(registry: Registry) -> str:
+    return registry.describe() if registry is not BACKENDS else ", ".join(registry.names())
+
+
+def _spec_option(name: str) -> tuple[Any, Any]:
+    """(annotation, typer option) of one ``RunSpec`` field: a name, a value, or repeatable ``KEY=VALUE`` options."""
+    field = RunSpec.model_fields[name]
+    if name in EXAMPLES:
+        flag = "--" + name.removesuffix("s").replace("_", "-")
+        registry = {"agent_options": AGENTS, "llm_options": BACKENDS, "user_options": USERS}[name]
+        text = f"{field.description}, KEY=VALUE, repeatable (e.g. {EXAMPLES[name]}); {registry.options_help()}"
+        return list[str] | None, typer.Option(None, flag, help=text)
+    text = f"{field.description}: {_names(NAMES[name])}" if name in NAMES else field.description
+    return field.annotation, typer.Option(field.get_default(call_default_factory=True), help=text)
+
+
+RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
+    **{name: _spec_option(name) for name in RunSpec.model_fields},
+    "temperature": (
+        float | None,
+        typer.Option(None, min=0.0, help="agent sampling temperature (default: the agent's)"),
+    ),
+    "max_new_tokens": (
+        int | None,
+        typer.Option(None, min=1, help="agent max new tokens per generation (default: the agent's)"),
+    ),
+    "limit": (int | None, typer.Option(None, min=1, help="only the first N tasks of the split")),
+}
+
+
+def option(name: str) -> Any:
+    """The typer option of one run option, for a command that takes it alone (e.g. ``josh matrix``)."""
+    return RUN_OPTIONS[name][1]
+
+
+def key_values(texts: list[str] | None, flag: str, example: str) -> dict[str, Any]:
+    """``KEY=VALUE`` flags as a dict (values read as YAML)."""
+    from josh.recipes import parse_override
+
+    out = {}
+    for text in texts or []:
+        path, value = parse_override(text, flag, example)
+        if len(path) != 1:
+            raise ValueError(f"bad {flag} {text!r}: expected KEY=VALUE with a plain key, e.g. {example}")
+        out[path[0]] = value
+    return out
+
+
+def components_from(values: dict[str, Any], split: str = "test") -> ComponentOptions:
+    """``ComponentOptions`` from run option values; temperature / max_new_tokens become the agent's sampling."""
+    from josh.llm.base import Sampling
+
+    values = dict(values)
+    temperature, max_new = values.pop("temperature", None), values.pop("max_new_tokens", None)
+    for name, example in EXAMPLES.items():
+        flag = RUN_OPTIONS[name][1].param_decls[0]
+        values[name] = key_values(values.get(name), flag, example)
+    sampling = None
+    if temperature is not None or max_new is not None:
+        defaults = Sampling()
+        sampling = Sampling(
+            temperature=defaults.temperature if temperature is None else temperature,
+            max_new_tokens=defaults.max_new_tokens if max_new is None else max_new,
+        )
+    return ComponentOptions(**values, split=split, agent_sampling=sampling)
+
+
+def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Replace ``command``'s ``spec`` parameter by the run options; the command receives them as one
+    ``ComponentOptions`` in ``spec`` (its own ``split`` included)."""
+    from josh.cli_errors import reported
+
+    signature = inspect.signature(command, eval_str=True)
+    params = list(signature.parameters.values())
+    at = [p.name for p in params].index("spec")
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+        for name, (annotation, default) in RUN_OPTIONS.items()
+    ]
+    own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params[:at] + params[at + 1 :]]
+
+    @functools.wraps(command)
+    def wrapper(**values: Any) -> Any:
+        chosen = {name: values.pop(name) for name in RUN_OPTIONS}
+        with reported():
+            spec = components_from(chosen, values.get("split", "test"))
+        return command(spec=spec, **values)
+
+    wrapper.__signature__ = signature.replace(parameters=own[:at] + shared + own[at:])  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in own + shared}
+    return wrapper
