@@ -43,7 +43,8 @@ class Registry:
     """Named entries of one kind (``kind``: how errors name it, e.g. 'agent strategy'; ``flag``: the CLI option that
     picks one; ``noun`` and ``options_flag``: how option errors name an entry and where its options come from;
     ``free_label``: how help texts call the entries that need no model; ``fixed``: option-model fields that their
-    own flags set, left out of the valid options named in errors)."""
+    own flags set, left out of the valid options named in errors; ``builder_args``: how many positional arguments
+    every builder takes before its options)."""
 
     def __init__(
         self,
@@ -55,9 +56,10 @@ class Registry:
         discover: tuple[str, ...] = (),
         free_label: str = "scripted",
         fixed: tuple[str, ...] = (),
+        builder_args: int = 0,
     ) -> None:
         self.kind, self.flag, self.noun, self.options_flag = kind, flag, noun or kind, options_flag
-        self.free_label, self.fixed = free_label, fixed
+        self.free_label, self.fixed, self.builder_args = free_label, fixed, builder_args
         self._entries: dict[str, Entry] = {}
         self._aliases: dict[str, str] = {}
         self._discover_from = discover
@@ -73,11 +75,10 @@ class Registry:
         envs: tuple[str, ...] | None = None,
         summary: str = "",
         aliases: tuple[str, ...] = (),
-        skip: int = 0,
     ) -> Entry:
         """Add (or replace) ``name``. Without ``options`` the options model is read off the builder's parameters
-        after the first ``skip`` (their names, types and defaults)."""
-        model = options or options_of(builder, skip=skip, title=f"{name} {self.noun} options")
+        after its positional ``builder_args`` (their names, types and defaults)."""
+        model = options or options_of(builder, skip=self.builder_args, title=f"{name} {self.noun} options")
         entry = Entry(name, builder, model, needs_model, envs, summary)
         self._entries[name] = entry
         self._aliases.update(dict.fromkeys(aliases, name))

@@ -24,8 +24,8 @@ def gadget(env: str, *, speed: float = 1.0, tags: list[str] | None = None) -> tu
 
 
 def test_options_are_read_off_the_builder_and_checked_before_it_runs() -> None:
-    things = Registry("thing", "--thing", options_flag="--thing-option")
-    things.register("gadget", gadget, skip=1, envs=("toolwoz",))
+    things = Registry("thing", "--thing", options_flag="--thing-option", builder_args=1)
+    things.register("gadget", gadget, envs=("toolwoz",))
     things.register("widget", lambda env, **o: (env, o), options=Knobs, needs_model=True, aliases=("w",))
     assert list(things.get("gadget").options.model_fields) == ["speed", "tags"]
     assert things.build("gadget", "e", options={"speed": "2.5"}) == ("e", 2.5, None)  # checked, coerced, defaults kept

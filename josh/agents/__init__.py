@@ -12,10 +12,7 @@ fields: ``sampling``, ``max_generations``, ``max_calls_per_generation``, ``examp
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
-
-from pydantic import BaseModel
 
 from josh.agents.act import ActProtocol
 from josh.agents.base import Agent, AgentTurn
@@ -25,7 +22,7 @@ from josh.agents.protocol import AgentProtocol
 from josh.agents.react import ReactProtocol
 from josh.envs.base import Env
 from josh.llm.base import LLM
-from josh.registry import Entry, Registry
+from josh.registry import Registry
 
 AGENTS = Registry(
     "agent strategy",
@@ -33,25 +30,15 @@ AGENTS = Registry(
     noun="agent",
     options_flag="--agent-option; setup.agent_options in a loop recipe",
     discover=("josh.agents.replay", "josh.envs.toolwoz.oracle"),
+    builder_args=2,
 )
 _PROTOCOLS: dict[str, AgentProtocol] = {}
 
 
-def register_agent(
-    name: str,
-    builder: Callable[..., Agent],
-    *,
-    options: type[BaseModel] | None = None,
-    needs_model: bool = False,
-    envs: tuple[str, ...] | None = None,
-    summary: str = "",
-    aliases: tuple[str, ...] = (),
-) -> Entry:
-    """Make ``make_agent(name, env, llm, **options)`` call ``builder(env, llm, **options)``; without ``options``
-    the options model is read off the builder's parameters after ``env`` and ``llm``."""
-    return AGENTS.register(
-        name, builder, options=options, needs_model=needs_model, envs=envs, summary=summary, aliases=aliases, skip=2
-    )
+register_agent = AGENTS.register
+"""``register_agent(name, builder, *, options=None, needs_model=False, envs=None, summary="", aliases=())``: make
+``make_agent(name, env, llm, **options)`` call ``builder(env, llm, **options)``; without ``options`` the options
+model is read off the builder's parameters after ``env`` and ``llm``."""
 
 
 def register_protocol(protocol: AgentProtocol, *, aliases: tuple[str, ...] = ()) -> None:

@@ -7,20 +7,16 @@ imported only when the environment is built.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from josh.registry import Entry, Registry
+from josh.registry import Registry
 
 if TYPE_CHECKING:
     from josh.envs.base import Env
 
-ENVIRONMENTS = Registry("environment", "--env")
-
-
-def register_env(name: str, builder: Callable[[str], Env], *, summary: str = "") -> Entry:
-    """Make ``build_env(name, data)`` call ``builder(data)``."""
-    return ENVIRONMENTS.register(name, builder, summary=summary, skip=1)
+ENVIRONMENTS = Registry("environment", "--env", builder_args=1)
+register_env = ENVIRONMENTS.register
+"""``register_env(name, builder, *, summary="")``: make ``build_env(name, data)`` call ``builder(data)``."""
 
 
 def build_env(name: str, data: str) -> Env:

@@ -13,13 +13,10 @@ and ``retail_scripted`` (τ-bench: opens with the task's request, confirms, stop
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel
-
 from josh.llm.base import LLM
-from josh.registry import Entry, Registry
+from josh.registry import Registry
 from josh.users.base import UserSimulator, UserTurn
 
 USERS = Registry(
@@ -29,21 +26,14 @@ USERS = Registry(
     options_flag="--user-option; setup.user_options in a loop recipe",
     discover=("josh.users", "josh.envs.toolwoz.agenda", "josh.envs.taubench.user"),
     free_label="rule-based",
+    builder_args=1,
 )
 
 
-def register_user(
-    kind: str,
-    builder: Callable[..., UserSimulator],
-    *,
-    options: type[BaseModel] | None = None,
-    needs_model: bool = False,
-    envs: tuple[str, ...] | None = None,
-    summary: str = "",
-) -> Entry:
-    """Make ``make_user(kind, llm, **options)`` call ``builder(llm, **options)``; without ``options`` the options
-    model is read off the builder's parameters after ``llm``."""
-    return USERS.register(kind, builder, options=options, needs_model=needs_model, envs=envs, summary=summary, skip=1)
+register_user = USERS.register
+"""``register_user(kind, builder, *, options=None, needs_model=False, envs=None, summary="")``: make
+``make_user(kind, llm, **options)`` call ``builder(llm, **options)``; without ``options`` the options model is read
+off the builder's parameters after ``llm``."""
 
 
 def user_kinds() -> list[str]:
