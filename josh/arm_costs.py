@@ -16,6 +16,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from josh.loop_result import LoopResult
+from josh.rollout import STATS_FILE as ROLLOUT_STATS
+from josh.training.runner import METRICS
 
 GRPO_ARM = "GRPO"
 
@@ -52,9 +54,9 @@ def _usage(data: dict[str, Any]) -> tuple[int, int, int]:
 
 def arm_costs(result: LoopResult) -> list[ArmCost]:
     """One entry per evaluated model (see the module docstring)."""
-    search = {rec.round: _usage(_read(rec.rollouts / "stats.json")) for rec in result.rounds}
+    search = {rec.round: _usage(_read(rec.rollouts / ROLLOUT_STATS)) for rec in result.rounds}
     online = {
-        rec.round: _usage(_read(rec.grpo / "metrics.json" if rec.grpo else None).get("rollouts") or {})
+        rec.round: _usage(_read(rec.grpo / METRICS if rec.grpo else None).get("rollouts") or {})
         for rec in result.rounds
     }
     out = []

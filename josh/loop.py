@@ -30,23 +30,66 @@ search (the warm start, or the base model without one), paired per held-out task
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from rich.console import Console
+
+from josh.components import build_components
 from josh.loop_online import OnlineArms
-from josh.loop_result import LoopResult, Note, Pair, RoundRecord
-from josh.stages import ENDED, Stages, Unfinished, count_rows
+from josh.loop_result import Evaluated, LoopResult, Note, Pair, RoundRecord
+from josh.recipes import LoopRecipe, TrainRecipe
+from josh.stages import (
+    Builder,
+    EvalStage,
+    ExtractStage,
+    Merger,
+    MergeStage,
+    RolloutStage,
+    StageContext,
+    Trainer,
+    TrainStage,
+    Unfinished,
+    WarmStartStage,
+    kto_labels,
+    merge_with_peft,
+    rollout_tasks,
+    train_with_trl,
+)
+from josh.warmstart import WarmStartConfig
 
 RETRAIN_SEED_OFFSET = 1000  # control-retrain's training seed, past the warm start's
 Model = tuple[Path, str]  # an evaluated adapter and its label
 
 
-class Loop(OnlineArms, Stages):
-    """Runs one seed of a ``LoopRecipe`` stage by stage; see the module docstring."""
+class Loop(OnlineArms):
+    """Runs one seed of a ``LoopRecipe`` stage by stage; see the module docstring. The trainer, the component
+    builder and the merger are injected (tests run the whole loop without a model); ``dry`` runs nothing and reports
+    what is done."""
+
+    def __init__(
+        self,
+        recipe: LoopRecipe,
+        *,
+        trainer: Trainer = train_with_trl,
+        builder: Builder = build_components,
+        merger: Merger = merge_with_peft,
+        console: Console | None = None,
+        progress: bool = True,
+        dry: bool = False,
+    ) -> None:
+        self.recipe = recipe
+        self.ctx = StageContext(recipe, trainer, builder, merger, console or Console(), progress, dry)
+        self.run_dir = recipe.run_dir
+
+    @property
+    def result(self) -> LoopResult:
+        return self.ctx.result
 
     def run(self) -> LoopResult:
         """Run (or resume) every stage, then write the report. A dry loop runs nothing and reports what is done."""
         if self.recipe.seeds > 1:
             raise ValueError(f"the recipe asks for {self.recipe.seeds} seeds: run it with josh.seeds.run_seeds")
-        if not self.dry:
+        if not self.ctx.dry:
             if (self.run_dir / "seeds.yaml").is_file():
                 raise ValueError(f"{self.run_dir} holds a run of several seeds; give this run another name")
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -61,25 +104,24 @@ class Loop(OnlineArms, Stages):
     def _run(self) -> None:
         recipe = self.recipe
         round0 = self.run_dir / "round-0"
-        self.policy: str | Path = recipe.setup.model
+        self.policy: str | Path = str(recipe.setup.model)
         self.policy_label = "base"
         self.sft_sources: list[Path] = []
         self.kto_sources: list[Path] = []
         for r in range(1, recipe.rounds + 1):
-            self.rollout_tasks(r)  # every round has tasks to search, checked before hours of work
+            rollout_tasks(self.ctx, r)  # every round has tasks to search, checked before hours of work
         if recipe.baseline:
-            self.evaluate("base", 0, round0 / "baseline", recipe.setup.model, "base")
+            self.evaluate("base", 0, round0 / "baseline", self.policy, "base")
         warm: Path | None = None
         if recipe.warm_start is not None and recipe.warm_start.enabled and recipe.sft is not None:
             warm = self.warm_start(recipe.warm_start)
             self.sft_sources.append(warm)
-            folder = round0 / "warmstart" / "train"
-            adapter = self.train("warm-start train", folder, recipe.sft, [warm], "sft")
-            if adapter is None:
-                raise ValueError(f"the warm start could not be trained: {_ended(folder)}")
-            self.evaluate("warm start", 0, round0 / "warmstart" / "eval", adapter, "warm start")
-            self.compare("warm start", "base", "warm start")
-            self.policy, self.policy_label = adapter, "warm start"
+            train = self.train_stage("warm-start train", round0 / "warmstart" / "train", recipe.sft, [warm], "sft")
+            if train.adapter is None:
+                raise ValueError(f"the warm start could not be trained: {train.why_ended()}")
+            self.evaluate("warm start", 0, round0 / "warmstart" / "eval", train.adapter, "warm start")
+            self.result.compare("warm start", "base", "warm start")
+            self.policy, self.policy_label = train.adapter, "warm start"
         start = self.policy_label
         self.grpo_start = self.policy if isinstance(self.policy, Path) else None
         if recipe.controls.retrain:
@@ -89,33 +131,62 @@ class Loop(OnlineArms, Stages):
             final = self._round(r) or final
         self._headline(final, start)
 
-    # bookkeeping ------------------------------------------------------------------------------------------
+    # stages -----------------------------------------------------------------------------------------------
 
-    def _evaluated(self, label: str) -> bool:
-        return any(e.label == label for e in self.result.evaluated)
+    def evaluate(self, label: str, round_: int, folder: Path, model: str | Path, arm: str) -> None:
+        """Evaluate ``model`` on the held-out tasks into ``folder`` (resumable)."""
+        self.ctx.execute(EvalStage(self.ctx, label, folder, model))
+        self.result.evaluated.append(Evaluated(label=label, round=round_, folder=folder, arm=arm))
 
-    def compare(self, model: str, baseline: str, role: str) -> None:
-        """Ask the report for ``model`` minus ``baseline`` per task (once per pair; both must be evaluated)."""
-        seen = {(p.model, p.baseline) for p in self.result.pairs}
-        if self._evaluated(model) and self._evaluated(baseline) and (model, baseline) not in seen:
-            self.result.pairs.append(Pair(model=model, baseline=baseline, role=role))
+    def warm_start(self, config: WarmStartConfig) -> Path:
+        """Scripted demonstrations in the agent's format; returns their SFT file."""
+        stage = WarmStartStage(self.ctx, config)
+        self.ctx.execute(stage)
+        return stage.rows
+
+    def train_stage(self, name: str, folder: Path, arm: TrainRecipe, *args: Any, **how: Any) -> TrainStage:
+        """Train one arm (see ``TrainStage`` for the arguments); a trained model is listed for the report."""
+        stage = TrainStage(self.ctx, name, folder, arm, *args, **how)
+        self.ctx.execute(stage)
+        if stage.adapter is not None:
+            self.result.trained.append((name, folder))
+        return stage
+
+    def train(self, name: str, folder: Path, arm: TrainRecipe, *args: Any, **how: Any) -> Path | None:
+        """The trained model folder, or ``None`` when the rows could not be trained on (see ``TrainStage``)."""
+        return self.train_stage(name, folder, arm, *args, **how).adapter
+
+    def merge(self, name: str, adapter: Path, folder: Path, dtype: str) -> Path:
+        """The adapter folded into its base model: a full model folder with the adapter's tokenizer."""
+        self.ctx.execute(MergeStage(self.ctx, name, adapter, folder, dtype))
+        return folder
+
+    def rollouts(self, round_: int, policy: str | Path) -> RolloutStage:
+        stage = RolloutStage(self.ctx, round_, policy)
+        self.ctx.execute(stage)
+        return stage
+
+    def extract(self, round_: int, rollouts: RolloutStage, *, control_seed: int | None = None) -> ExtractStage:
+        stage = ExtractStage(self.ctx, round_, rollouts.trees, control_seed=control_seed)
+        self.ctx.execute(stage)
+        return stage
+
+    # arms -------------------------------------------------------------------------------------------------
 
     def note(self, arm: str, round_: int, message: str) -> None:
         """An arm ended without a model: say why in the report and on the terminal."""
         self.result.notes.append(Note(arm=arm, round=round_, message=message))
-        self.log(f"  ! {arm}{f' round {round_}' if round_ else ''}: {message}")
+        self.ctx.log(f"  ! {arm}{f' round {round_}' if round_ else ''}: {message}")
 
     def _headline(self, final: str | None, start: str) -> None:
         if final is None:
             self.note("JOSH", 0, "no round trained a model of the policy arm: JOSH did not change the policy")
-        elif not self._evaluated(start):
+        elif not self.result.is_evaluated(start):
             self.note("JOSH", 0, f"the start policy ({start}) was not evaluated: set baseline: true for the headline")
         else:
             self.result.headline = Pair(model=final, baseline=start, role="headline")
-            self.compare(final, start, "headline")
-            self.compare(final, "control-retrain", "JOSH vs control")
-
-    # arms -------------------------------------------------------------------------------------------------
+            self.result.compare(final, start, "headline")
+            self.result.compare(final, "control-retrain", "JOSH vs control")
 
     def _round(self, r: int) -> str | None:
         """One round; returns the label of the policy arm's new model, if it trained one."""
@@ -124,7 +195,7 @@ class Loop(OnlineArms, Stages):
         policy, policy_label = self.policy, self.policy_label
         rollouts = self.rollouts(r, policy)
         extracted = self.extract(r, rollouts)
-        record = RoundRecord(round=r, policy=policy_label, rollouts=rollouts, extract=extracted)
+        record = RoundRecord(round=r, policy=policy_label, rollouts=rollouts.folder, extract=extracted.folder)
         self.result.rounds.append(record)
         prior = list(self.sft_sources) if recipe.accumulate else []
         start = policy if recipe.sft_from == "policy" and isinstance(policy, Path) else None
@@ -140,8 +211,8 @@ class Loop(OnlineArms, Stages):
         if recipe.controls.random and (recipe.controls.rounds is None or r in recipe.controls.rounds):
             record.control = self._random_control(r, folder, rollouts, prior, start, policy_label)
         if recipe.accumulate:
-            self.sft_sources.append(extracted / "sft.jsonl")
-            self.kto_sources.append(extracted / "kto.jsonl")
+            self.sft_sources.append(extracted.sft)
+            self.kto_sources.append(extracted.kto)
         chosen = models.get(recipe.policy_arm)
         if chosen is None:
             return None
@@ -149,22 +220,26 @@ class Loop(OnlineArms, Stages):
         return chosen[1]
 
     def _sft_arm(
-        self, r: int, folder: Path, prior: list[Path], extracted: Path, start: Path | None, policy_label: str
+        self, r: int, folder: Path, prior: list[Path], extracted: ExtractStage, start: Path | None, policy_label: str
     ) -> Model | None:
         assert self.recipe.sft is not None
-        if count_rows([extracted / "sft.jsonl"]) == 0:
-            self.note("JOSH-SFT", r, f"{_harvest(extracted, self.recipe.extract.min_reward)}: not trained this round")
+        if extracted.sft_rows() == 0:
+            self.note("JOSH-SFT", r, f"{extracted.harvest()}: not trained this round")
             return None
-        rows = [*prior, extracted / "sft.jsonl"]
-        adapter = self.train(f"round {r} train-sft", folder / "train-sft", self.recipe.sft, rows, "sft", start=start)
-        return self._evaluate_arm(r, "JOSH-SFT", adapter, folder / "train-sft", folder / "eval-sft", policy_label)
+        rows = [*prior, extracted.sft]
+        train = self.train_stage(
+            f"round {r} train-sft", folder / "train-sft", self.recipe.sft, rows, "sft", start=start
+        )
+        return self._evaluate_arm(r, "JOSH-SFT", train, folder / "eval-sft", policy_label)
 
-    def _kto_arm(self, r: int, folder: Path, extracted: Path, sft: Model | None, policy_label: str) -> Model | None:
+    def _kto_arm(
+        self, r: int, folder: Path, extracted: ExtractStage, sft: Model | None, policy_label: str
+    ) -> Model | None:
         recipe = self.recipe
         assert recipe.kto is not None
         arm = "JOSH-SFT+KTO" if recipe.kto_from == "sft" else "JOSH-KTO"
-        rows = [*(self.kto_sources if recipe.accumulate else []), extracted / "kto.jsonl"]
-        good, bad = _kto_labels(rows)
+        rows = [*(self.kto_sources if recipe.accumulate else []), extracted.kto]
+        good, bad = kto_labels(rows)
         if not (good and bad):
             self.note(arm, r, f"KTO needs good and bad turns; its rows have {good} good and {bad} bad")
             return None
@@ -174,30 +249,28 @@ class Loop(OnlineArms, Stages):
                 self.note(arm, r, "there is no SFT policy of this round to train KTO on")
                 return None
             base = self.merge(f"round {r} merge-sft", sft[0], folder / "merge-sft", recipe.sft.model.dtype)
-        train = folder / "train-kto"
-        adapter = self.train(f"round {r} train-kto", train, recipe.kto, rows, "kto", base=base)
-        model = self._evaluate_arm(r, arm, adapter, train, folder / "eval-kto", policy_label)
+        train = self.train_stage(f"round {r} train-kto", folder / "train-kto", recipe.kto, rows, "kto", base=base)
+        model = self._evaluate_arm(r, arm, train, folder / "eval-kto", policy_label)
         if model is not None and sft is not None:
-            self.compare(model[1], sft[1], "KTO on SFT")
+            self.result.compare(model[1], sft[1], "KTO on SFT")
         return model
 
     def _random_control(
-        self, r: int, folder: Path, rollouts: Path, prior: list[Path], start: Path | None, policy_label: str
+        self, r: int, folder: Path, rollouts: RolloutStage, prior: list[Path], start: Path | None, policy_label: str
     ) -> Path:
         """control-random: the round's trees without reward selection, trained exactly like the SFT arm."""
         assert self.recipe.sft is not None
         data = self.extract(r, rollouts, control_seed=self.recipe.seed or 0)
-        if count_rows([data / "sft.jsonl"]) == 0:
+        if data.sft_rows() == 0:
             self.note("control-random", r, "no random branch kept a turn (every first turn failed): nothing to train")
-            return data
-        train = folder / "control-random" / "train"
-        rows = [*prior, data / "sft.jsonl"]
-        adapter = self.train(f"round {r} train control-random", train, self.recipe.sft, rows, "sft", start=start)
-        model = self._evaluate_arm(r, "control-random", adapter, train, folder / "control-random" / "eval", None)
+            return data.folder
+        name, rows = f"round {r} train control-random", [*prior, data.sft]
+        train = self.train_stage(name, folder / "control-random" / "train", self.recipe.sft, rows, "sft", start=start)
+        model = self._evaluate_arm(r, "control-random", train, folder / "control-random" / "eval", None)
         if model is not None:
-            self.compare(model[1], policy_label, "control")
-            self.compare(f"round {r} JOSH-SFT", model[1], "JOSH vs control")
-        return data
+            self.result.compare(model[1], policy_label, "control")
+            self.result.compare(f"round {r} JOSH-SFT", model[1], "JOSH vs control")
+        return data.folder
 
     def _retrain_control(self, warm: Path | None, start: str) -> None:
         """control-retrain: the start policy's own rows, another training seed and row order (the noise floor)."""
@@ -205,60 +278,34 @@ class Loop(OnlineArms, Stages):
             self.note("control-retrain", 0, "the start policy is the base model, with no rows of its own to retrain on")
             return
         folder = self.run_dir / "round-0" / "control-retrain"
-        adapter = self.train(
+        train = self.train_stage(
             "control-retrain train", folder / "train", self.recipe.sft, [warm], "sft",
             seed_offset=RETRAIN_SEED_OFFSET, shuffle=True,
         )  # fmt: skip
-        if adapter is None:
-            self.note("control-retrain", 0, f"could not be trained: {_ended(folder / 'train')}")
+        if train.adapter is None:
+            self.note("control-retrain", 0, f"could not be trained: {train.why_ended()}")
             return
-        self.evaluate("control-retrain", 0, folder / "eval", adapter, "control-retrain")
-        self.compare("control-retrain", start, "noise floor")
+        self.evaluate("control-retrain", 0, folder / "eval", train.adapter, "control-retrain")
+        self.result.compare("control-retrain", start, "noise floor")
 
     def _evaluate_arm(
-        self, r: int, arm: str, adapter: Path | None, train: Path, folder: Path, policy_label: str | None
+        self, r: int, arm: str, train: TrainStage, folder: Path, policy_label: str | None
     ) -> Model | None:
         """Evaluate a round's new model and compare it with the policy that searched and with the base model."""
-        if adapter is None:
-            self.note(arm, r, f"could not be trained: {_ended(train)}")
+        if train.adapter is None:
+            self.note(arm, r, f"could not be trained: {train.why_ended()}")
             return None
         label = f"round {r} {arm}"
-        self.evaluate(label, r, folder, adapter, arm)
+        self.evaluate(label, r, folder, train.adapter, arm)
         if policy_label is not None:
-            self.compare(label, policy_label, "round")
-            self.compare(label, "base", "vs base")
-        return adapter, label
+            self.result.compare(label, policy_label, "round")
+            self.result.compare(label, "base", "vs base")
+        return train.adapter, label
 
     def write_report(self) -> Path:
         from josh.loop_report import build_report, save_report
 
         title = "josh loop: " + "/".join(self.run_dir.parts[-2:])
         path = save_report(build_report(self.result, title=title), self.run_dir)
-        self.log(f"report -> {path}")
+        self.ctx.log(f"report -> {path}")
         return path
-
-
-def _ended(folder: Path) -> str:
-    path = folder / ENDED
-    return path.read_text(encoding="utf-8").strip() if path.is_file() else "no reason recorded"
-
-
-def _harvest(extracted: Path, min_reward: float) -> str:
-    """'no tree reached min_reward X (K of N trees rewarded)', from the extraction's statistics."""
-    import json
-
-    from josh.extract import STATS_FILE
-
-    stats = json.loads((extracted / STATS_FILE).read_text(encoding="utf-8"))
-    return (
-        f"no usable tree at extract.min_reward {min_reward} ({stats.get('rewarded', 0)} of {stats.get('trees', 0)} "
-        "trees rewarded)"
-    )
-
-
-def _kto_labels(paths: list[Path]) -> tuple[int, int]:
-    """(desirable, undesirable) rows over KTO files."""
-    from josh.jsonl import iter_jsonl
-
-    labels = [bool(row.get("label")) for path in paths if path.is_file() for row in iter_jsonl(path)]
-    return sum(labels), len(labels) - sum(labels)

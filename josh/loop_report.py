@@ -15,9 +15,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from josh.arm_costs import ArmCost, arm_costs
+from josh.evaluate import RESULTS, SUMMARY
+from josh.extract import STATS_FILE as EXTRACT_STATS
 from josh.jsonl import iter_jsonl
 from josh.loop_result import LoopResult, RoundRecord
 from josh.metrics import Interval, Summary, paired_difference
+from josh.rollout import STATS_FILE as ROLLOUT_STATS
+from josh.training.runner import METRICS
 
 REPORT_JSON = "report.json"
 
@@ -137,8 +141,8 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 def task_rewards(folder: Path) -> dict[str, list[float]]:
     """Rewards per task id from an evaluation's ``results.jsonl``."""
     rewards: dict[str, list[float]] = {}
-    if (folder / "results.jsonl").is_file():
-        for record in iter_jsonl(folder / "results.jsonl"):
+    if (folder / RESULTS).is_file():
+        for record in iter_jsonl(folder / RESULTS):
             rewards.setdefault(str(record["task_id"]), []).append(float(record["reward"]))
     return rewards
 
@@ -156,7 +160,7 @@ def compare(after: ModelEntry, before: ModelEntry, role: str) -> ComparisonEntry
 def _models(result: LoopResult) -> list[ModelEntry]:
     models = []
     for item in result.evaluated:
-        data = _read_json(Path(item.folder) / "summary.json")
+        data = _read_json(Path(item.folder) / SUMMARY)
         if data is not None:
             models.append(
                 ModelEntry(
@@ -173,7 +177,7 @@ def _models(result: LoopResult) -> list[ModelEntry]:
 
 def _harvest(record: RoundRecord) -> HarvestEntry:
     entry = HarvestEntry(round=record.round, policy=record.policy)
-    rollout = _read_json(record.rollouts / "stats.json") or {}
+    rollout = _read_json(record.rollouts / ROLLOUT_STATS) or {}
     per_task = rollout.get("per_task", {})
     entry.trees = rollout.get("tasks", 0)
     entry.success = rollout.get("success", 0)
@@ -181,17 +185,17 @@ def _harvest(record: RoundRecord) -> HarvestEntry:
     for key in ("llm_calls", "prompt_tokens", "completion_tokens"):
         setattr(entry, key, rollout.get(key, 0))
     entry.search_wall_s = rollout.get("session_wall_s", 0.0)
-    extracted = _read_json(record.extract / "extract_stats.json") or {}
+    extracted = _read_json(record.extract / EXTRACT_STATS) or {}
     tokens = extracted.get("tokens", {})
     entry.accepted, entry.trimmed = extracted.get("accepted", 0), extracted.get("trimmed", 0)
     entry.sft_rows, entry.sft_tokens = extracted.get("sft", 0), tokens.get("sft", 0)
     entry.kto_good, entry.kto_bad = extracted.get("kto_desirable", 0), extracted.get("kto_undesirable", 0)
     entry.kto_tokens = tokens.get("kto", 0)
     entry.token_counter = extracted.get("token_counter", "whitespace")
-    control = _read_json(record.control / "extract_stats.json") if record.control is not None else None
+    control = _read_json(record.control / EXTRACT_STATS) if record.control is not None else None
     if control is not None:
         entry.control_rows, entry.control_tokens = control.get("sft", 0), control.get("tokens", {}).get("sft", 0)
-    tree = _read_json(record.tree / "extract_stats.json") if record.tree is not None else None
+    tree = _read_json(record.tree / EXTRACT_STATS) if record.tree is not None else None
     if tree is not None:
         entry.tree_rows, entry.tree_groups = tree.get("tree_rows", 0), tree.get("tree_groups", 0)
         entry.tree_zero_groups = tree.get("tree_zero_groups", 0)
@@ -201,7 +205,7 @@ def _harvest(record: RoundRecord) -> HarvestEntry:
 def _training(result: LoopResult) -> list[TrainEntry]:
     out = []
     for name, folder in result.trained:
-        data = _read_json(Path(folder) / "metrics.json")
+        data = _read_json(Path(folder) / METRICS)
         if data is not None:
             out.append(
                 TrainEntry(

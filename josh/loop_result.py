@@ -63,3 +63,12 @@ class LoopResult:
     unfinished: str | None = None
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+
+    def is_evaluated(self, label: str) -> bool:
+        return any(e.label == label for e in self.evaluated)
+
+    def compare(self, model: str, baseline: str, role: str) -> None:
+        """Ask the report for ``model`` minus ``baseline`` per task (once per pair; both must be evaluated)."""
+        seen = {(p.model, p.baseline) for p in self.pairs}
+        if self.is_evaluated(model) and self.is_evaluated(baseline) and (model, baseline) not in seen:
+            self.pairs.append(Pair(model=model, baseline=baseline, role=role))

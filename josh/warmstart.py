@@ -27,6 +27,7 @@ from josh.conversation import ConversationRecord, run_conversation
 from josh.envs.base import Env
 from josh.types import Message, Task, system
 
+ROWS_FILE = "sft.jsonl"
 STATS_FILE = "warmstart_stats.json"
 
 
@@ -97,6 +98,6 @@ def warm_start(
     stats.rows = len(rows)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "sft.jsonl", (json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    write_atomic(out / ROWS_FILE, (json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     (out / STATS_FILE).write_text(stats.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return stats

@@ -52,15 +52,19 @@ def test_every_recipe_file_loads_and_names_what_the_registries_know() -> None:
 
 
 def test_a_loop_setup_is_a_run_spec_and_keeps_the_keys_of_older_runs(tmp_path: Path) -> None:
-    from josh.stages import Stages
+    from josh.stages import StageContext
 
     recipe = LoopRecipe.model_validate(
         {"name": "r", "output_dir": str(tmp_path), "setup": {"user_options": {"patience": 2}}, "sft": {}}
     )
     assert isinstance(recipe.setup, RunSpec) and recipe.setup.user_options == {"patience": 2}
-    plain = Stages(LoopRecipe.model_validate({"name": "r", "output_dir": str(tmp_path), "sft": {}}))
-    assert set(plain._setup_config()) == {
+
+    def settings(recipe: LoopRecipe) -> dict:
+        return StageContext(recipe, trainer=print, builder=print, merger=print, console=None).setup_settings()
+
+    plain = LoopRecipe.model_validate({"name": "r", "output_dir": str(tmp_path), "sft": {}})
+    assert set(settings(plain)) == {
         "env", "data", "agent", "backend", "user", "user_backend", "user_model", "base_url", "user_base_url",
         "agent_options",
     }  # fmt: skip
-    assert Stages(recipe)._setup_config()["user_options"] == {"patience": 2}
+    assert settings(recipe)["user_options"] == {"patience": 2}

@@ -18,6 +18,8 @@ from typing import Any
 from josh.recipes import RecipeError, TrainRecipe
 from josh.training import data as data_mod
 
+METRICS = "metrics.json"
+
 
 class RunExistsError(FileExistsError):
     """The run folder already holds a trained run and ``--resume`` was not given."""
@@ -81,7 +83,7 @@ def prepare(recipe: TrainRecipe, *, resume: bool) -> tuple[list[dict[str, Any]],
     checkpoint = last_checkpoint(run_dir) if run_dir.is_dir() else None
     if resume and checkpoint is None:
         raise RunExistsError(f"--resume: no checkpoint-N folder in {run_dir} to resume from")
-    if not resume and (checkpoint is not None or (run_dir / "metrics.json").exists()):
+    if not resume and (checkpoint is not None or (run_dir / METRICS).exists()):
         raise RunExistsError(f"{run_dir} already holds a run: pass --resume, or choose another --output / run_name")
     return rows, tokenizer, checkpoint
 
@@ -169,5 +171,5 @@ def _finish(
     if rollouts is not None:
         metrics["rollouts"] = rollouts.model_dump()
         print(rollouts.line())
-    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    (run_dir / METRICS).write_text(json.dumps(metrics, indent=2))
     return metrics
