@@ -1,68 +1,65 @@
-"""josh.stages: the stage contract (settings, inputs, outputs, done, run) and how the context executes it."""
+"""josh.stages: the stage contract (settings, inputs, outputs, done, run) and how the context executes it, shown on
+the merge stage with a merger that only records what it was asked."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from rich.console import Console
 
 from josh.manifest import read_manifest
 from josh.recipes import LoopRecipe
-from josh.stages import StageContext, Unfinished
-from josh.stages.base import Stage
+from josh.stages import MergeStage, StageContext, Unfinished
 
 
-class Count(Stage):
-    """Writes the count of lines of its input file, times a factor (its setting)."""
+class Merger:
+    def __init__(self) -> None:
+        self.calls = 0
 
-    def __init__(self, ctx: StageContext, source: Path, factor: int) -> None:
-        super().__init__(ctx, "count", ctx.run_dir / "count")
-        self.source, self.factor, self.runs = source, factor, 0
-
-    def settings(self) -> dict[str, Any]:
-        return {"factor": self.factor}
-
-    def inputs(self) -> dict[str, Any]:
-        return {"source": self.source}
-
-    def outputs(self) -> list[Path]:
-        return [self.folder / "count.txt"]
-
-    def run(self) -> None:
-        self.runs += 1
-        lines = len(self.source.read_text().splitlines())
-        (self.folder / "count.txt").write_text(str(lines * self.factor))
+    def __call__(self, adapter: Path, out: Path, dtype: str) -> Path:
+        self.calls += 1
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.json").write_text(json.dumps({"weights": (adapter / "w").read_text(), "dtype": dtype}))
+        return out
 
 
-def context(tmp_path: Path, dry: bool = False) -> StageContext:
+def context(tmp_path: Path, merger: Merger, dry: bool = False) -> StageContext:
     recipe = LoopRecipe.model_validate({"name": "run", "output_dir": str(tmp_path), "sft": {}})
-    return StageContext(recipe, trainer=print, builder=print, merger=print, console=Console(quiet=True), dry=dry)
+    return StageContext(recipe, trainer=print, builder=print, merger=merger, console=Console(quiet=True), dry=dry)
+
+
+def merge(ctx: StageContext, adapter: Path, dtype: str = "float32") -> MergeStage:
+    return MergeStage(ctx, "merge", adapter, ctx.run_dir / "merged", dtype)
 
 
 def test_a_stage_runs_once_for_the_same_settings_and_inputs(tmp_path: Path) -> None:
-    source = tmp_path / "rows.txt"
-    source.write_text("a\nb\n")
-    ctx = context(tmp_path)
-    stage = Count(ctx, source, 2)
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "w").write_text("1")
+    merger = Merger()
+    ctx = context(tmp_path, merger)
+    stage = merge(ctx, adapter)
     ctx.execute(stage)
     ctx.execute(stage)
-    assert stage.runs == 1 and ctx.result.ran == ["count"] and ctx.result.skipped == ["count"]
-    assert (stage.folder / "count.txt").read_text() == "4" and read_manifest(stage.folder).config == {"factor": 2}
-    source.write_text("a\nb\nc\n")  # a changed input reruns it, the old output set aside
+    assert merger.calls == 1 and ctx.result.ran == ["merge"] and ctx.result.skipped == ["merge"]
+    assert stage.outputs() == [stage.folder / "config.json"] and read_manifest(stage.folder).config == stage.settings()
+    (adapter / "w").write_text("2")  # a changed input reruns it, the old output set aside
     ctx.execute(stage)
-    assert stage.runs == 2 and (stage.folder / "count.txt").read_text() == "6"
-    assert len(list(tmp_path.joinpath("run").glob("count.stale-*"))) == 1
+    assert merger.calls == 2 and json.loads((stage.folder / "config.json").read_text())["weights"] == "2"
+    assert len(list(ctx.run_dir.glob("merged.stale-*"))) == 1
 
 
 def test_a_dry_context_runs_nothing_and_stops_at_the_first_unfinished_stage(tmp_path: Path) -> None:
-    source = tmp_path / "rows.txt"
-    source.write_text("a\n")
-    context(tmp_path).execute(Count(context(tmp_path), source, 1))
-    dry = context(tmp_path, dry=True)
-    finished, changed = Count(dry, source, 1), Count(dry, source, 3)
-    dry.execute(finished)
-    with pytest.raises(Unfinished, match="count"):
-        dry.execute(changed)
-    assert finished.runs == changed.runs == 0 and dry.result.skipped == ["count"]
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "w").write_text("1")
+    ctx = context(tmp_path, Merger())
+    ctx.execute(merge(ctx, adapter))
+    merger = Merger()
+    dry = context(tmp_path, merger, dry=True)
+    dry.execute(merge(dry, adapter))
+    with pytest.raises(Unfinished, match="merge"):
+        dry.execute(merge(dry, adapter, dtype="bfloat16"))  # other settings: not finished
+    assert merger.calls == 0 and dry.result.skipped == ["merge"]

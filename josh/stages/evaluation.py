@@ -25,6 +25,7 @@ class EvalStage(Stage):
     def __init__(self, ctx: StageContext, label: str, folder: Path, model: str | Path) -> None:
         super().__init__(ctx, f"eval {label}", folder)
         self.label, self.model = label, model
+        self.results, self.summary = folder / RESULTS, folder / SUMMARY
 
     def settings(self) -> dict[str, Any]:
         spec = self.ctx.recipe.eval
@@ -39,14 +40,6 @@ class EvalStage(Stage):
 
     def done(self) -> bool:
         return self.summary.is_file()  # written once every conversation is in results.jsonl
-
-    @property
-    def summary(self) -> Path:
-        return self.folder / SUMMARY
-
-    @property
-    def results(self) -> Path:
-        return self.folder / RESULTS
 
     def run(self) -> None:
         spec = self.ctx.recipe.eval

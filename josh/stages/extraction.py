@@ -21,6 +21,7 @@ class ExtractStage(Stage):
         name = f"round {round_} {'control-random data' if control else 'extract'}"
         super().__init__(ctx, name, ctx.run_dir / f"round-{round_}" / ("control-random/data" if control else "extract"))
         self.trees, self.control_seed = trees, control_seed
+        self.sft, self.kto, self.stats = self.folder / "sft.jsonl", self.folder / "kto.jsonl", self.folder / STATS_FILE
 
     def settings(self) -> dict[str, Any]:
         config: dict[str, Any] = {"extract": self.ctx.recipe.extract.model_dump(mode="json")}
@@ -37,18 +38,6 @@ class ExtractStage(Stage):
 
     def done(self) -> bool:
         return self.sft.is_file()
-
-    @property
-    def sft(self) -> Path:
-        return self.folder / "sft.jsonl"
-
-    @property
-    def kto(self) -> Path:
-        return self.folder / "kto.jsonl"
-
-    @property
-    def stats(self) -> Path:
-        return self.folder / STATS_FILE
 
     def sft_rows(self) -> int:
         """Non-empty lines of ``sft.jsonl`` (0 when it is missing)."""

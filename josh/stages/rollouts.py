@@ -44,6 +44,7 @@ class RolloutStage(Stage):
     def __init__(self, ctx: StageContext, round_: int, policy: str | Path) -> None:
         super().__init__(ctx, f"round {round_} rollouts", ctx.run_dir / f"round-{round_}" / "rollouts")
         self.policy = policy
+        self.trees, self.stats = self.folder / TREES_FILE, self.folder / STATS_FILE
         self.tasks = rollout_tasks(ctx, round_)
         self.spec = ctx.recipe.rollout.model_copy(update={"sampling": seeded(ctx, ctx.recipe.rollout.sampling)})
 
@@ -62,14 +63,6 @@ class RolloutStage(Stage):
 
     def done(self) -> bool:
         return self.stats.is_file()  # written when the search ends, also after a crash or Ctrl-C
-
-    @property
-    def trees(self) -> Path:
-        return self.folder / TREES_FILE
-
-    @property
-    def stats(self) -> Path:
-        return self.folder / STATS_FILE
 
     def run(self) -> None:
         spec = self.spec

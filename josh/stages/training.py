@@ -48,6 +48,7 @@ class TrainStage(Stage):
             model = model.model_copy(update={"name": str(base)})
         self.arm, self.model = arm.model_copy(update={"seed": self.seed}), model
         self.sources, self.method, self.start, self.base, self.shuffle = sources, method, start, base, shuffle
+        self.data, self.metrics, self.ended = folder / "data.jsonl", folder / METRICS, folder / ENDED
 
     def settings(self) -> dict[str, Any]:
         skip = {"data": True, "output_dir": True, "run_name": True, "model": {"adapter"}}  # the start is an input
@@ -69,18 +70,6 @@ class TrainStage(Stage):
 
     def done(self) -> bool:
         return self.metrics.is_file() or self.ended.is_file()
-
-    @property
-    def data(self) -> Path:
-        return self.folder / "data.jsonl"
-
-    @property
-    def metrics(self) -> Path:
-        return self.folder / METRICS
-
-    @property
-    def ended(self) -> Path:
-        return self.folder / ENDED
 
     @property
     def adapter(self) -> Path | None:

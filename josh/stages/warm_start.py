@@ -25,17 +25,13 @@ class WarmStartStage(Stage):
     def __init__(self, ctx: StageContext, config: WarmStartConfig) -> None:
         super().__init__(ctx, "warm-start data", ctx.run_dir / "round-0" / "warmstart" / "data")
         self.config = config
+        self.rows = self.folder / ROWS_FILE  # the SFT rows
 
     def settings(self) -> dict[str, Any]:
         return {"warm_start": self.config.model_dump(mode="json"), "setup": self.ctx.setup_settings()}
 
     def outputs(self) -> list[Path]:
         return [self.rows]
-
-    @property
-    def rows(self) -> Path:
-        """The SFT rows."""
-        return self.folder / ROWS_FILE
 
     def run(self) -> None:
         from josh.warmstart import warm_start
