@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -62,15 +63,6 @@ class Usage(BaseModel):
             self.cost += c.cost
 
 
-def checked_sampling(messages: list[Message], n: int, sampling: Sampling | None) -> Sampling:
-    """Validate a ``chat`` request's shape (backends call this first) and return its sampling parameters."""
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    if not messages:
-        raise ValueError("chat() needs at least one message")
-    return sampling or Sampling()
-
-
 class LLMError(RuntimeError):
     """A backend failed after its retries; callers record it as an error category and go on."""
 
@@ -90,3 +82,36 @@ class LLM(Protocol):
         n: int = 1,
         sampling: Sampling | None = None,
     ) -> list[Completion]: ...
+
+
+class Backend(ABC):
+    """What every backend shares: ``chat`` checks the request's shape, then counts the completions of ``complete``
+    (or its failure) in ``usage``; a backend only says how to complete one checked request."""
+
+    usage: Usage
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        n: int = 1,
+        sampling: Sampling | None = None,
+    ) -> list[Completion]:
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        if not messages:
+            raise ValueError("chat() needs at least one message")
+        try:
+            completions = await self.complete(list(messages), tools, n, sampling or Sampling())
+        except LLMError as exc:
+            self.usage.failed(exc)
+            raise
+        self.usage.add(completions)
+        return completions
+
+    @abstractmethod
+    async def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]] | None, n: int, sampling: Sampling
+    ) -> list[Completion]:
+        """``n`` completions sharing one prompt; ``LLMError`` once the backend's own retries are spent."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from josh.llm.base import Completion, LLMError, Sampling, Usage, checked_sampling
+from josh.llm.base import Backend, Completion, LLMError, Sampling, Usage
 from josh.llm.batcher import Batcher
 from josh.llm.hf_prefix import PrefixCache
 from josh.llm.hf_sampling import RowSampler, RowSpec, RowStopper, row_seed
@@ -118,7 +118,7 @@ def _has_tokenizer(folder: str) -> bool:
     return any((Path(folder) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
 
 
-class HFLLM:
+class HFLLM(Backend):
     """A transformers model served with batched generation; see the module docstring."""
 
     def __init__(
@@ -166,28 +166,17 @@ class HFLLM:
             name="josh-hf-generate",
         )
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        n: int = 1,
-        sampling: Sampling | None = None,
+    async def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]] | None, n: int, sampling: Sampling
     ) -> list[Completion]:
-        sampling = checked_sampling(messages, n, sampling)
         chunks = [
-            _Request(list(messages), tools, min(self.max_batch_size, n - start), start, sampling)
+            _Request(messages, tools, min(self.max_batch_size, n - start), start, sampling)
             for start in range(0, n, self.max_batch_size)
         ]
-        try:
-            parts = await asyncio.gather(*(self.batcher.submit(chunk) for chunk in chunks))
-        except LLMError as exc:
-            self.usage.failed(exc)
-            raise
+        parts = await asyncio.gather(*(self.batcher.submit(chunk) for chunk in chunks))
         completions = [c for part in parts for c in part]
         for extra in completions[1:]:
             extra.prompt_tokens = 0
-        self.usage.add(completions)
         return completions
 
     def close(self, *, cancel: bool = False) -> None:

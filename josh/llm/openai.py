@@ -23,7 +23,7 @@ from typing import Any
 
 import openai
 
-from josh.llm.base import Completion, LLMError, Sampling, Usage, checked_sampling
+from josh.llm.base import Backend, Completion, LLMError, Sampling, Usage
 from josh.types import Message, ToolCall
 
 # USD per million (prompt, completion) tokens, by model-name prefix (public list prices when written; override
@@ -68,7 +68,7 @@ def is_retryable(error: Exception) -> bool:
     )
 
 
-class OpenAILLM:
+class OpenAILLM(Backend):
     """A chat model behind an OpenAI-compatible HTTP API; see the module docstring."""
 
     def __init__(
@@ -116,24 +116,7 @@ class OpenAILLM:
         self._client: openai.AsyncOpenAI | None = None
         self._semaphore: asyncio.Semaphore | None = None
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        n: int = 1,
-        sampling: Sampling | None = None,
-    ) -> list[Completion]:
-        sampling = checked_sampling(messages, n, sampling)
-        try:
-            completions = await self._sample(messages, tools, n, sampling)
-        except LLMError as exc:
-            self.usage.failed(exc)
-            raise
-        self.usage.add(completions)
-        return completions
-
-    async def _sample(
+    async def complete(
         self, messages: list[Message], tools: list[dict[str, Any]] | None, n: int, sampling: Sampling
     ) -> list[Completion]:
         completions: list[Completion] = []

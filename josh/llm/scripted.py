@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from josh.llm.base import Completion, LLMError, Sampling, Usage, checked_sampling
+from josh.llm.base import Backend, Completion, Sampling, Usage
 from josh.types import Message
 
 PolicyResult = str | Completion
@@ -50,7 +50,7 @@ def prompt_tokens(messages: Sequence[Message]) -> int:
     return total
 
 
-class ScriptedLLM:
+class ScriptedLLM(Backend):
     """Replies from a policy or a cycled list; see the module docstring."""
 
     def __init__(
@@ -80,16 +80,10 @@ class ScriptedLLM:
         self.peak_in_flight = 0
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        n: int = 1,
-        sampling: Sampling | None = None,
+    async def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]] | None, n: int, sampling: Sampling
     ) -> list[Completion]:
-        sampling = checked_sampling(messages, n, sampling)
-        self.requests.append(ScriptedRequest(messages=list(messages), tools=tools, n=n, sampling=sampling))
+        self.requests.append(ScriptedRequest(messages=messages, tools=tools, n=n, sampling=sampling))
         semaphore = self._semaphore()
         if semaphore is None:
             return await self._serve(messages, tools, n, sampling)
@@ -113,13 +107,9 @@ class ScriptedLLM:
             if self.latency_s:
                 await asyncio.sleep(self.latency_s)
             completions = [await self._sample(messages, tools, i, sampling) for i in range(n)]
-        except LLMError as exc:
-            self.usage.failed(exc)
-            raise
         finally:
             self.in_flight -= 1
         completions[0].prompt_tokens = prompt_tokens(messages)
-        self.usage.add(completions)
         return completions
 
     async def _sample(

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from josh.llm.base import Completion, LLMError, Sampling, Usage, checked_sampling
+from josh.llm.base import Backend, Completion, LLMError, Sampling, Usage
 from josh.llm.batcher import Batcher
 from josh.llm.models import adapter_base, is_adapter_dir, resolve_model
 from josh.types import Message
@@ -115,7 +115,7 @@ def _completions(output: Any) -> list[Completion]:
     ]
 
 
-class VLLMLLM:
+class VLLMLLM(Backend):
     """A model served by an in-process vLLM engine; see the module docstring."""
 
     def __init__(
@@ -166,29 +166,17 @@ class VLLMLLM:
     def batcher(self) -> Batcher:
         return self._engine.batcher
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        n: int = 1,
-        sampling: Sampling | None = None,
+    async def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]] | None, n: int, sampling: Sampling
     ) -> list[Completion]:
-        sampling = checked_sampling(messages, n, sampling)
         request = _Request(
-            list(messages),
+            messages,
             tools,
             self._params(n, sampling),
             self._engine.lora_request(self.adapter),
             self.max_prompt_tokens,
         )
-        try:
-            completions = await self._engine.batcher.submit(request)
-        except LLMError as exc:
-            self.usage.failed(exc)
-            raise
-        self.usage.add(completions)
-        return completions
+        return await self._engine.batcher.submit(request)
 
     def close(self, *, cancel: bool = False) -> None:
         """Stop the engine's batching thread (with ``cancel``, queued requests fail instead of running)."""
