@@ -25,12 +25,11 @@ from typing import Any
 
 from josh.llm.base import Backend, Completion, LLMError, Sampling, Usage
 from josh.llm.batcher import Batcher
+from josh.llm.factory import HFConfig
 from josh.llm.hf_prefix import PrefixCache
 from josh.llm.hf_sampling import RowSampler, RowSpec, RowStopper, row_seed
 from josh.llm.models import adapter_base, chatml_template, four_bit, is_adapter_dir, resolve_model
 from josh.types import Message
-
-DTYPES = {"float32", "bfloat16", "float16"}
 
 
 @dataclass
@@ -42,27 +41,20 @@ class _Request:
     sampling: Sampling
 
 
-def load_model(
-    model: str | None = None,
-    *,
-    adapter: str | None = None,
-    dtype: str = "auto",
-    device: str | None = None,
-    load_in_4bit: bool = False,
-    merge_adapter: bool = True,
-):
+def load_model(config: HFConfig) -> tuple[Any, Any]:
     """Load (model, tokenizer) for inference with an adapter (given, or ``model`` itself) attached; see the module
     docstring for when it is merged."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = resolve_model(model)
+    adapter, load_in_4bit = config.adapter, config.load_in_4bit
+    path = resolve_model(config.model)
     if adapter is None and is_adapter_dir(path):
         adapter, path = path, resolve_model(adapter_base(path))
     if adapter is not None and not is_adapter_dir(adapter):
         raise ValueError(f"adapter {adapter!r} is not a PEFT adapter folder (no adapter_config.json)")
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    kwargs: dict[str, Any] = {"dtype": _torch_dtype(dtype, device)}
+    device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    kwargs: dict[str, Any] = {"dtype": _torch_dtype(config.dtype, device)}
     if load_in_4bit:
         kwargs["quantization_config"] = four_bit(kwargs["dtype"])
         kwargs["device_map"] = {"": torch.device(device).index or 0} if device.startswith("cuda") else {"": device}
@@ -75,7 +67,7 @@ def load_model(
         from peft import PeftModel
 
         net = PeftModel.from_pretrained(net, adapter, is_trainable=False)
-        if merge_adapter and not load_in_4bit:
+        if config.merge_adapter and not load_in_4bit:
             net = net.merge_and_unload()
     if not tokenizer.chat_template:
         tokenizer.chat_template = chatml_template()
@@ -109,9 +101,7 @@ def _torch_dtype(name: str, device: str):
 
     if name == "auto":
         return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    if name not in DTYPES:
-        raise ValueError(f"dtype must be auto, {', '.join(sorted(DTYPES))}; got {name!r}")
-    return getattr(torch, name)
+    return getattr(torch, name)  # one of HFConfig's dtypes
 
 
 def _has_tokenizer(folder: str) -> bool:
@@ -121,47 +111,28 @@ def _has_tokenizer(folder: str) -> bool:
 class HFLLM(Backend):
     """A transformers model served with batched generation; see the module docstring."""
 
-    def __init__(
-        self,
-        model: str | None = None,
-        *,
-        adapter: str | None = None,
-        dtype: str = "auto",
-        device: str | None = None,
-        load_in_4bit: bool = False,
-        merge_adapter: bool = True,
-        max_batch_size: int = 32,
-        batch_window_ms: float = 10.0,
-        max_prompt_tokens: int | None = None,
-        prefix_cache_tokens: int = 8192,
-        net: Any = None,
-        tokenizer: Any = None,
-    ) -> None:
+    def __init__(self, model: str | None = None, *, net: Any = None, tokenizer: Any = None, **settings: Any) -> None:
+        """Load ``model`` (or serve an already loaded ``net`` and ``tokenizer``); ``settings`` are the fields of
+        ``josh.llm.factory.HFConfig`` (adapter, dtype, device, load_in_4bit, max_batch_size, ...)."""
+        config = HFConfig(model=model, **settings)
         if (net is None) != (tokenizer is None):
             raise ValueError("pass both net= and tokenizer= (an already loaded model) or neither")
         if net is None:
-            net, tokenizer = load_model(
-                model,
-                adapter=adapter,
-                dtype=dtype,
-                device=device,
-                load_in_4bit=load_in_4bit,
-                merge_adapter=merge_adapter,
-            )
+            net, tokenizer = load_model(config)
         self.net = net
         self.tokenizer = tokenizer
         self.usage = Usage()
-        self.max_batch_size = max_batch_size
+        self.max_batch_size = config.max_batch_size
         self.context_length = _context_length(net)
-        self.max_prompt_tokens = max_prompt_tokens
+        self.max_prompt_tokens = config.max_prompt_tokens
         self.stop_ids = _stop_token_ids(net, tokenizer)
-        self.prefix_cache = PrefixCache(net, max_tokens=prefix_cache_tokens)
+        self.prefix_cache = PrefixCache(net, max_tokens=config.prefix_cache_tokens)
         self._ll_tokenizer: Any = None
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
         self.batcher: Batcher[_Request, list[Completion]] = Batcher(
             self._run_batch,
-            max_batch_size=max_batch_size,
-            window_s=batch_window_ms / 1000,
+            max_batch_size=config.max_batch_size,
+            window_s=config.batch_window_ms / 1000,
             weight=lambda r: r.n,
             name="josh-hf-generate",
         )
