@@ -66,3 +66,24 @@ def base_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
         "dataset_num_proc": None,
         "disable_tqdm": False,
     }
+
+
+def trl_trainer(
+    trainer: Any, recipe: TrainRecipe, args: Any, rows: list[dict[str, Any]], model: Any, tokenizer: Any,
+    callbacks: list, *, peft: bool = True,
+) -> Any:  # fmt: skip
+    """A TRL ``trainer`` class built on ``rows`` with the recipe's fresh LoRA adapter (``peft=False``: the model
+    already carries the adapter it trains), after switching on the lean loss head."""
+    from josh.training.data import to_dataset
+    from josh.training.memory import lean_loss_head
+    from josh.training.model import lora_config
+
+    lean_loss_head()
+    return trainer(
+        model=model,
+        args=args,
+        train_dataset=to_dataset(rows),
+        processing_class=tokenizer,
+        peft_config=lora_config(recipe.lora) if peft else None,
+        callbacks=callbacks,
+    )

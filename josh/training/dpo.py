@@ -6,8 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from josh.recipes import TrainRecipe
-from josh.training.config import base_arguments
-from josh.training.model import lora_config
+from josh.training.config import base_arguments, trl_trainer
 
 
 def build_trainer(
@@ -15,16 +14,5 @@ def build_trainer(
 ) -> Any:
     from trl import DPOConfig, DPOTrainer
 
-    from josh.training.data import to_dataset
-    from josh.training.memory import lean_loss_head
-
     args = DPOConfig(**base_arguments(recipe, output_dir), beta=recipe.dpo.beta, loss_type=[recipe.dpo.loss_type])
-    lean_loss_head()
-    return DPOTrainer(
-        model=model,
-        args=args,
-        train_dataset=to_dataset(rows),
-        processing_class=tokenizer,
-        peft_config=lora_config(recipe.lora),
-        callbacks=callbacks,
-    )
+    return trl_trainer(DPOTrainer, recipe, args, rows, model, tokenizer, callbacks)

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from josh.recipes import KTOSpec, RecipeError, TrainRecipe
-from josh.training.config import base_arguments
+from josh.training.config import base_arguments, trl_trainer
 from josh.training.data import check_kto_labels
-from josh.training.model import lora_config
 
 
 def balanced_weights(spec: KTOSpec, desirable: int, undesirable: int) -> tuple[float, float]:
@@ -50,9 +49,6 @@ def build_trainer(
 ) -> Any:
     from trl import KTOConfig, KTOTrainer
 
-    from josh.training.data import to_dataset
-    from josh.training.memory import lean_loss_head
-
     rows = list(rows)
     random.Random(recipe.seed).shuffle(rows)  # the KTO sampler is sequential: mix the labels once, reproducibly
     desirable, undesirable = check_kto_labels(rows)
@@ -64,12 +60,4 @@ def build_trainer(
         undesirable_weight=uw,
         dataloader_drop_last=True,
     )
-    lean_loss_head()
-    return KTOTrainer(
-        model=model,
-        args=args,
-        train_dataset=to_dataset(rows),
-        processing_class=tokenizer,
-        peft_config=lora_config(recipe.lora),
-        callbacks=callbacks,
-    )
+    return trl_trainer(KTOTrainer, recipe, args, rows, model, tokenizer, callbacks)

@@ -6,8 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from josh.recipes import TrainRecipe
-from josh.training.config import base_arguments
-from josh.training.model import lora_config
+from josh.training.config import base_arguments, trl_trainer
 
 
 def build_trainer(
@@ -15,20 +14,9 @@ def build_trainer(
 ) -> Any:
     from trl import SFTConfig, SFTTrainer
 
-    from josh.training.data import to_dataset
-    from josh.training.memory import lean_loss_head
-
     args = SFTConfig(
         **base_arguments(recipe, output_dir),
         assistant_only_loss=recipe.sft.assistant_only_loss,
         packing=recipe.sft.packing,
     )
-    lean_loss_head()
-    return SFTTrainer(
-        model=model,
-        args=args,
-        train_dataset=to_dataset(rows),
-        processing_class=tokenizer,
-        peft_config=None if recipe.model.adapter else lora_config(recipe.lora),
-        callbacks=callbacks,
-    )
+    return trl_trainer(SFTTrainer, recipe, args, rows, model, tokenizer, callbacks, peft=not recipe.model.adapter)
