@@ -28,7 +28,7 @@ from josh.llm.batcher import Batcher
 from josh.llm.factory import HFConfig
 from josh.llm.hf_prefix import PrefixCache
 from josh.llm.hf_sampling import RowSampler, RowSpec, RowStopper, row_seed
-from josh.llm.models import adapter_base, chatml_template, four_bit, is_adapter_dir, resolve_model
+from josh.llm.models import adapter_base, chatml_template, four_bit, is_adapter_dir, render_chat, resolve_model
 from josh.types import Message
 
 
@@ -175,15 +175,9 @@ class HFLLM(Backend):
         return results
 
     def _encode(self, request: _Request) -> list[int] | BaseException:
-        try:
-            text = self.tokenizer.apply_chat_template(
-                [m.to_template() for m in request.messages],
-                tools=request.tools or None,
-                add_generation_prompt=True,
-                tokenize=False,
-            )
-        except Exception as exc:
-            return LLMError(f"chat template failed: {type(exc).__name__}: {exc}")
+        text = render_chat(self.tokenizer, request.messages, request.tools)
+        if isinstance(text, LLMError):
+            return text
         if request.sampling.grammar:
             from josh.llm.hf_grammar import grammar_problem
 

@@ -16,6 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from josh.llm.base import LLMError
+from josh.types import Message
+
 DEFAULT_MODEL = "smollm2"
 SMOLLM2_ALIASES = {"smollm2", "smollm2-135m", "smollm2-135m-instruct", "huggingfacetb/smollm2-135m-instruct"}
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -86,6 +89,17 @@ def ensure_smollm2() -> Path:
         shutil.rmtree(target)
     tmp.rename(target)
     return target
+
+
+def render_chat(tokenizer: Any, messages: list[Message], tools: list[dict[str, Any]] | None) -> str | LLMError:
+    """The prompt text of a chat request under the tokenizer's chat template (tools passed through), or the
+    ``LLMError`` to answer the request with when the template fails on it."""
+    try:
+        return tokenizer.apply_chat_template(
+            [m.to_template() for m in messages], tools=tools or None, add_generation_prompt=True, tokenize=False
+        )
+    except Exception as exc:
+        return LLMError(f"chat template failed: {type(exc).__name__}: {exc}")
 
 
 def four_bit(compute_dtype: Any, *, quant_type: str = "nf4", double_quant: bool = True) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 
 from josh.llm.base import Backend, Completion, LLMError, Sampling, Usage
 from josh.llm.batcher import Batcher
-from josh.llm.models import adapter_base, is_adapter_dir, resolve_model
+from josh.llm.models import adapter_base, is_adapter_dir, render_chat, resolve_model
 from josh.types import Message
 
 INSTALL_HINT = "the vllm backend needs vLLM (GPU only): pip install 'josh[vllm]'"
@@ -86,15 +86,9 @@ class _Engine:
         return [p if isinstance(p, BaseException) else _completions(next(outputs)) for p in prompts]
 
     def _render(self, request: _Request) -> str | LLMError:
-        try:
-            prompt = self.tokenizer.apply_chat_template(
-                [m.to_template() for m in request.messages],
-                tools=request.tools or None,
-                add_generation_prompt=True,
-                tokenize=False,
-            )
-        except Exception as exc:
-            return LLMError(f"chat template failed: {type(exc).__name__}: {exc}")
+        prompt = render_chat(self.tokenizer, request.messages, request.tools)
+        if isinstance(prompt, LLMError):
+            return prompt
         if request.max_prompt_tokens is not None:
             size = len(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
             if size > request.max_prompt_tokens:
