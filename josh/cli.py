@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from josh.cli_errors import reported, reports_errors, set_verbose
-from josh.cli_options import key_values, option, run_options
-from josh.components import ComponentOptions
+from josh.cli_options import RunCommand, key_values, option, run_options
 
-RUN_SPEC = ComponentOptions()  # stands for the run options, which @run_options puts in its place
+if TYPE_CHECKING:
+    from josh.components import ComponentOptions
+
+RUN_SPEC: Any = None  # stands for the run options, which @run_options puts in its place
 
 app = typer.Typer(
     name="josh",
@@ -43,7 +46,7 @@ def version() -> None:
     typer.echo(__version__)
 
 
-@app.command()
+@app.command(cls=RunCommand)
 @run_options
 def rollout(
     out: str = typer.Option(..., "--out", help="run folder: trees.jsonl and stats.json go here (rerun to resume)"),
@@ -98,7 +101,7 @@ def rollout(
         )
 
 
-@app.command("eval")
+@app.command("eval", cls=RunCommand)
 @run_options
 def eval_(
     out: str = typer.Option(..., "--out", help="run folder: results.jsonl and summary.json (rerun to resume)"),

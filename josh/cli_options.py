@@ -3,6 +3,8 @@ descriptions are the help, the registries add the valid names and options) plus 
 
 ``@run_options`` puts them in a command's signature where it has a ``spec`` parameter and hands the command one
 checked ``ComponentOptions`` (with the command's own ``split``); a bad value is one red line before the command runs.
+``RunCommand`` fills in the registries' names and options when help is shown, so other commands never import every
+agent and user module.
 """
 
 from __future__ import annotations
@@ -10,42 +12,65 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+from typer.core import TyperCommand
 
-from josh.agents import AGENTS
-from josh.components import ComponentOptions
-from josh.envs import ENVIRONMENTS
-from josh.llm.factory import BACKENDS
-from josh.registry import Registry
 from josh.runspec import RunSpec
-from josh.users import USERS
 
-NAMES: dict[str, Registry] = {
-    "env": ENVIRONMENTS,
-    "agent": AGENTS,
-    "backend": BACKENDS,
-    "user": USERS,
-    "user_backend": BACKENDS,
-}
+if TYPE_CHECKING:
+    import click
+
+    from josh.components import ComponentOptions
+    from josh.registry import Registry
+
+NAMED = {"env": "env", "agent": "agent", "backend": "backend", "user": "user", "user_backend": "backend"}
+OPTIONS = {"agent_options": "agent", "llm_options": "backend", "user_options": "user"}
 EXAMPLES = {"agent_options": "examples=2", "llm_options": "dtype=bfloat16", "user_options": "patience=5"}
 
 
-def _names(registry: Registry) -> str:
-    return registry.describe() if registry is not BACKENDS else ", ".join(registry.names())
+def registry(kind: str) -> Registry:
+    """The registry of environments, agents, users or backends."""
+    from josh.agents import AGENTS
+    from josh.envs import ENVIRONMENTS
+    from josh.llm.factory import BACKENDS
+    from josh.users import USERS
+
+    return {"env": ENVIRONMENTS, "agent": AGENTS, "backend": BACKENDS, "user": USERS}[kind]
+
+
+def _option_text(name: str) -> str:
+    """The help of a ``KEY=VALUE`` run option (without the entries' options)."""
+    return f"{RunSpec.model_fields[name].description}, KEY=VALUE, repeatable (e.g. {EXAMPLES[name]})"
+
+
+def registry_help(name: str) -> str:
+    """The full help of a run option that names registry entries or their options."""
+    if name in OPTIONS:
+        return f"{_option_text(name)}; {registry(OPTIONS[name]).options_help()}"
+    entries = registry(NAMED[name])
+    names = ", ".join(entries.names()) if NAMED[name] == "backend" else entries.describe()
+    return f"{RunSpec.model_fields[name].description}: {names}"
+
+
+class RunCommand(TyperCommand):
+    """A command with run options; see the module docstring."""
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        for param in self.params:
+            if param.name in NAMED or param.name in OPTIONS:
+                param.help = registry_help(param.name)
+        super().format_help(ctx, formatter)
 
 
 def _spec_option(name: str) -> tuple[Any, Any]:
     """(annotation, typer option) of one ``RunSpec`` field: a name, a value, or repeatable ``KEY=VALUE`` options."""
     field = RunSpec.model_fields[name]
-    if name in EXAMPLES:
+    if name in OPTIONS:
         flag = "--" + name.removesuffix("s").replace("_", "-")
-        registry = {"agent_options": AGENTS, "llm_options": BACKENDS, "user_options": USERS}[name]
-        text = f"{field.description}, KEY=VALUE, repeatable (e.g. {EXAMPLES[name]}); {registry.options_help()}"
-        return list[str] | None, typer.Option(None, flag, help=text)
-    text = f"{field.description}: {_names(NAMES[name])}" if name in NAMES else field.description
-    return field.annotation, typer.Option(field.get_default(call_default_factory=True), help=text)
+        return list[str] | None, typer.Option(None, flag, help=_option_text(name))
+    return field.annotation, typer.Option(field.get_default(call_default_factory=True), help=field.description)
 
 
 RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
@@ -82,6 +107,7 @@ def key_values(texts: list[str] | None, flag: str, example: str) -> dict[str, An
 
 def components_from(values: dict[str, Any], split: str = "test") -> ComponentOptions:
     """``ComponentOptions`` from run option values; temperature / max_new_tokens become the agent's sampling."""
+    from josh.components import ComponentOptions
     from josh.llm.base import Sampling
 
     values = dict(values)
@@ -104,14 +130,17 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
     ``ComponentOptions`` in ``spec`` (its own ``split`` included)."""
     from josh.cli_errors import reported
 
-    signature = inspect.signature(command, eval_str=True)
+    signature = inspect.signature(command)
     params = list(signature.parameters.values())
     at = [p.name for p in params].index("spec")
     shared = [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
         for name, (annotation, default) in RUN_OPTIONS.items()
     ]
-    own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params[:at] + params[at + 1 :]]
+    own = [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=_resolved(p.annotation, command))
+        for p in params[:at] + params[at + 1 :]
+    ]
 
     @functools.wraps(command)
     def wrapper(**values: Any) -> Any:
@@ -123,3 +152,8 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
     wrapper.__signature__ = signature.replace(parameters=own[:at] + shared + own[at:])  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in own + shared}
     return wrapper
+
+
+def _resolved(annotation: Any, command: Callable[..., Any]) -> Any:
+    """A parameter's annotation as a type (a postponed one is evaluated in the command's module)."""
+    return eval(annotation, command.__globals__) if isinstance(annotation, str) else annotation  # noqa: S307
