@@ -7,6 +7,9 @@ hashes, folder hashes, or plain identifiers), and whether the stage finished. Re
 * same key, not complete (the process died inside it): run again, and the stage's own resume continues the work;
 * different key (the recipe or an input changed): the old folder is moved aside to ``<stage>.stale-<time>``, never
   deleted, and the stage runs from scratch.
+
+A stage whose settings gained a key in a later version of josh also passes the settings as earlier versions recorded
+them (``earlier``), so a run folder made before keeps resuming and its report can still be rebuilt.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,17 +93,27 @@ def _set_aside(folder: Path) -> Path:
     return target
 
 
-def _done(manifest: Manifest | None, key: str, finished: Callable[[], bool]) -> bool:
-    return manifest is not None and manifest.key == key and manifest.complete and finished()
+def _done(manifest: Manifest | None, keys: Sequence[str], finished: Callable[[], bool]) -> bool:
+    return manifest is not None and manifest.key in keys and manifest.complete and finished()
+
+
+def _keys(config: Mapping[str, Any], earlier: Sequence[Mapping[str, Any]], digests: Mapping[str, str]) -> list[str]:
+    """The stage's key, then the keys of the same stage as earlier versions of josh recorded it."""
+    return [stage_key(c, digests) for c in (config, *earlier)]
 
 
 def stage_done(
-    folder: Path, config: Mapping[str, Any], inputs: Mapping[str, Input], finished: Callable[[], bool] = lambda: True
+    folder: Path,
+    config: Mapping[str, Any],
+    inputs: Mapping[str, Input],
+    finished: Callable[[], bool] = lambda: True,
+    *,
+    earlier: Sequence[Mapping[str, Any]] = (),
 ) -> bool:
     """Whether ``run_stage`` would skip this stage: a complete manifest for the same config and inputs, and the
     output still there (reading a run without running anything, e.g. to rebuild its report)."""
     digests = {k: input_digest(v) for k, v in inputs.items()}
-    return _done(read_manifest(folder), stage_key(config, digests), finished)
+    return _done(read_manifest(folder), _keys(config, earlier, digests), finished)
 
 
 def run_stage(
@@ -112,20 +125,22 @@ def run_stage(
     *,
     finished: Callable[[], bool] = lambda: True,
     log: Callable[[str], None] = print,
+    earlier: Sequence[Mapping[str, Any]] = (),
 ) -> bool:
     """Run ``work`` in ``folder`` unless a complete manifest for the same config and inputs is there.
 
     ``finished`` says whether the output is still present and whole. Returns true when the stage ran."""
     digests = {k: input_digest(v) for k, v in inputs.items()}
-    key = stage_key(config, digests)
+    keys = _keys(config, earlier, digests)
+    key = keys[0]
     old = read_manifest(folder)
-    if _done(old, key, finished):
+    if _done(old, keys, finished):
         log(f"[skip] {name}: done for the same inputs ({folder})")
         return False
-    if folder.exists() and any(folder.iterdir()) and (old is None or old.key != key):
+    if folder.exists() and any(folder.iterdir()) and (old is None or old.key not in keys):
         moved = _set_aside(folder)
         log(f"[stale] {name}: inputs or settings changed; the old output was moved to {moved}")
-    resumed = old is not None and old.key == key
+    resumed = old is not None and old.key in keys
     folder.mkdir(parents=True, exist_ok=True)
     manifest = Manifest(stage=name, key=key, config=dict(config), inputs=digests, started_at=time.time())
     _write(folder, manifest)

@@ -72,13 +72,15 @@ class StageContext:
 
     def execute(self, stage: Stage) -> None:
         """Run ``stage`` unless it finished for the same settings and inputs (see the module docstring)."""
-        settings, inputs = stage.settings(), stage.inputs()
+        settings, inputs, earlier = stage.settings(), stage.inputs(), stage.earlier_settings()
         if self.dry:
-            if not stage_done(stage.folder, settings, inputs, stage.done):
+            if not stage_done(stage.folder, settings, inputs, stage.done, earlier=earlier):
                 raise Unfinished(stage.name)
             self.result.skipped.append(stage.name)
             return
-        ran = run_stage(stage.name, stage.folder, settings, inputs, stage.run, finished=stage.done, log=self.log)
+        ran = run_stage(
+            stage.name, stage.folder, settings, inputs, stage.run, finished=stage.done, log=self.log, earlier=earlier
+        )
         (self.result.ran if ran else self.result.skipped).append(stage.name)
 
     def components(self, split: str, model: str, sampling: Sampling | None) -> Components:
@@ -108,6 +110,11 @@ class Stage(ABC):
     def inputs(self) -> dict[str, Input]:
         """The files, folders or identifiers it reads; a change in their content reruns it."""
         return {}
+
+    def earlier_settings(self) -> list[dict[str, Any]]:
+        """The same settings as earlier versions of josh recorded them (before a key was added), so their run
+        folders keep resuming."""
+        return []
 
     @abstractmethod
     def outputs(self) -> list[Path]:

@@ -57,6 +57,20 @@ class TrainStage(Stage):
             config["shuffle"] = True
         return config
 
+    def earlier_settings(self) -> list[dict[str, Any]]:
+        """Recipes gained ``grpo.user_options``, and before that the ``tree`` and ``grpo`` sections: a run recorded
+        without them (empty, at their defaults) is the same run."""
+        current = self.settings()
+        train = current["train"]
+        if train["grpo"]["user_options"]:
+            return []
+        grpo = {k: v for k, v in train["grpo"].items() if k != "user_options"}
+        earlier = [{**current, "train": {**train, "grpo": grpo}}]
+        defaults = TrainRecipe().model_dump(mode="json")
+        if all(train[k] == defaults[k] for k in ("tree", "grpo")):
+            earlier.append({**current, "train": {k: v for k, v in train.items() if k not in ("tree", "grpo")}})
+        return earlier
+
     def inputs(self) -> dict[str, Input]:
         inputs: dict[str, Input] = {f"data{i}": p for i, p in enumerate(self.sources)}
         if self.start is not None:
