@@ -75,9 +75,10 @@ def test_josh_eval_stops_on_sigterm_as_on_ctrl_c(tmp_path, stop):
     out = tmp_path / "run"
     reply = 'Action: {"name": "respond", "arguments": {"content": "Hello?"}}'
     args = [sys.executable, "-m", "josh", "eval", "--agent", "act", "--backend", "scripted", "--model", "x"]
-    args += ["--llm-option", f"replies=[{reply!r}]", "--llm-option", "latency_s=0.2", "--user", "agenda"]
-    args += ["--limit", "8", "--concurrency", "1", "--no-progress", "--out", str(out)]
+    args += ["--llm-option", f"replies=[{reply!r}]", "--llm-option", "latency_s=1.0", "--user", "agenda"]
+    args += ["--limit", "20", "--concurrency", "1", "--no-progress", "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    # about a minute of conversations is left after the first one lands, so a loaded machine still signals mid-run
     process = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -90,7 +91,7 @@ def test_josh_eval_stops_on_sigterm_as_on_ctrl_c(tmp_path, stop):
         process.kill()
     assert process.returncode == 130 and "Traceback" not in output
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["conversations"] == len((out / "results.jsonl").read_text().splitlines()) < 8
+    assert summary["conversations"] == len((out / "results.jsonl").read_text().splitlines()) < 20
 
 
 def test_outside_the_main_thread_sigterm_is_left_alone(tmp_path):
