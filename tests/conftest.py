@@ -25,3 +25,17 @@ def mini_env():
     from josh.components import build_env
 
     return build_env("toolwoz", "mini")
+
+
+@pytest.fixture
+def registries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Environments, agents, protocols and users registered in a test are forgotten after it."""
+    import josh.agents
+    import josh.envs
+    import josh.users
+
+    for registry in (josh.agents.AGENTS, josh.users.USERS, josh.envs.ENVIRONMENTS):
+        registry.names()  # its own modules register first, so they stay registered
+        monkeypatch.setattr(registry, "_entries", dict(registry._entries))
+        monkeypatch.setattr(registry, "_aliases", dict(registry._aliases))
+    monkeypatch.setattr(josh.agents, "_PROTOCOLS", dict(josh.agents._PROTOCOLS))

@@ -84,25 +84,3 @@ def test_cli_help_and_errors_come_from_the_entries(tmp_path) -> None:
     args = ["eval", "--env", "retail", "--agent", "oracle", "--user", "retail_scripted", "--out", str(tmp_path)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and "the oracle agent runs on toolwoz only" in result.output
-
-
-def test_the_readme_user_simulator_runs_from_the_cli(tmp_path, monkeypatch) -> None:
-    """The worked example of README "Extending josh" is one file; registering it is all `josh eval` needs."""
-    import re
-    from pathlib import Path
-
-    from typer.testing import CliRunner
-
-    from josh.cli import app
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme[readme.index("## Extending josh") :]
-    code = re.search(r"```python\n# josh/users/echo.py\n(.*?)```", section, re.S).group(1)
-    monkeypatch.setattr(USERS, "_entries", dict(USERS._entries))
-    exec(compile(code, "echo.py", "exec"), {"__name__": "echo"})
-    args = ["eval", "--agent", "oracle", "--user", "echo", "--limit", "2", "--no-progress"]
-    ran = CliRunner().invoke(app, [*args, "--user-option", "turns=3", "--out", str(tmp_path / "a")])
-    assert ran.exit_code == 0, ran.output
-    refused = CliRunner().invoke(app, [*args, "--user-option", "turn=3", "--out", str(tmp_path / "b")])
-    assert refused.exit_code == 2 and "unknown option turn for the echo user" in refused.output
-    assert "valid: turns" in refused.output
