@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from josh.cli_errors import reported, reports_errors, set_verbose
-from josh.cli_options import RunCommand, key_values, option, run_options
+from josh.cli_options import PROGRESS, RunCommand, key_values, option, run_options, split_option
 
 if TYPE_CHECKING:
     from josh.components import ComponentOptions
@@ -51,12 +51,12 @@ def version() -> None:
 def rollout(
     out: str = typer.Option(..., "--out", help="run folder: trees.jsonl and stats.json go here (rerun to resume)"),
     spec: ComponentOptions = RUN_SPEC,
-    split: str = typer.Option("train", help="task split"),
+    split: str = split_option("train"),
     beam: int = typer.Option(8, min=1, help="most live leaves per task"),
     branching: int = typer.Option(2, min=1, help="agent turns sampled per leaf while the beam has room"),
     max_depth: int = typer.Option(15, min=1, help="most agent turns per conversation"),
     concurrency: int = typer.Option(16, min=1, help="tasks searched at the same time (per actor with --ray)"),
-    progress: bool = typer.Option(True, help="show the progress bar"),
+    progress: bool = PROGRESS,
     ray_address: str | None = typer.Option(
         None, "--ray", help="run on Ray actors: 'local' starts a cluster here; 'auto', HOST:6379 or ray://HOST:10001"
     ),
@@ -106,11 +106,11 @@ def rollout(
 def eval_(
     out: str = typer.Option(..., "--out", help="run folder: results.jsonl and summary.json (rerun to resume)"),
     spec: ComponentOptions = RUN_SPEC,
-    split: str = typer.Option("test", help="task split"),
+    split: str = split_option("test"),
     trials: int = typer.Option(1, min=1, help="conversations per task (pass^k for k = 1..trials)"),
     max_turns: int = typer.Option(15, min=1, help="most agent turns per conversation"),
     concurrency: int = typer.Option(16, min=1, help="conversations in flight at the same time"),
-    progress: bool = typer.Option(True, help="show the progress bar"),
+    progress: bool = PROGRESS,
 ) -> None:
     """Evaluate an agent (no search) on a split: average reward, 100% success, pass^k, error shares, cost."""
     import asyncio
@@ -246,7 +246,7 @@ def loop_(
     seeds: int | None = typer.Option(
         None, "--seeds", min=1, help="run N independent seeds into RUN/seed-K/ with a combined report (= --set seeds=N)"
     ),
-    progress: bool = typer.Option(True, help="show progress bars"),
+    progress: bool = PROGRESS,
 ) -> None:
     """Self-train: baseline eval, warm start, rounds of rollouts -> extract -> SFT/KTO -> eval, report (resumable)."""
     from josh.demo import run_with_table
@@ -281,7 +281,7 @@ def report_(
 @reports_errors
 def demo(
     overrides: list[str] = typer.Option(None, "--set", help="override a key of recipes/demo-cpu.yaml"),
-    progress: bool = typer.Option(True, help="show progress bars"),
+    progress: bool = PROGRESS,
 ) -> None:
     """The CPU demo: JOSH self-training of SmolLM2-135M on the mini ToolWOZ set (offline; 18 to 20 minutes on 2 cores)."""
     from josh.demo import demo_recipe, run_with_table
@@ -303,7 +303,7 @@ def matrix(
     ),
     env: str = option("env"),
     data: str = option("data"),
-    split: str = typer.Option("test", help="task split"),
+    split: str = split_option("test"),
     backend: str = typer.Option("hf", help="backend of LLM components that name none"),
     model: str = typer.Option("smollm2", help="model of LLM components that name none"),
     llm_options: list[str] | None = option("llm_options"),
@@ -311,7 +311,7 @@ def matrix(
     max_turns: int = typer.Option(15, min=1, help="most agent turns per conversation"),
     limit: int | None = option("limit"),
     concurrency: int = typer.Option(16, min=1, help="conversations in flight at the same time"),
-    progress: bool = typer.Option(True, help="show progress bars"),
+    progress: bool = PROGRESS,
 ) -> None:
     """Evaluate every agent against every user simulator on the same tasks: reward table with intervals, each
     agent's spread across simulators, and where two agents' ranking flips."""

@@ -87,6 +87,14 @@ RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
 }
 
 
+def split_option(default: str) -> Any:
+    """The ``--split`` option of a command that runs on one task split (``default``: the one it usually runs on)."""
+    return typer.Option(default, help="task split")
+
+
+PROGRESS: Any = typer.Option(True, help="show progress bars")
+
+
 def option(name: str) -> Any:
     """The typer option of one run option, for a command that takes it alone (e.g. ``josh matrix``)."""
     return RUN_OPTIONS[name][1]

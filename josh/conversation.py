@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from josh.agents.base import Agent, AgentTurn
 from josh.diagnostics import Diagnosis, diagnose_conversation
 from josh.envs.base import ConversationState, Env
+from josh.llm.base import Spent
 from josh.step import agent_step, spoken, user_step
 from josh.types import ErrorCategory, Message, Task, user
 from josh.users.base import UserSimulator, UserTurn
@@ -17,7 +18,7 @@ from josh.users.base import UserSimulator, UserTurn
 EndReason = Literal["user_done", "max_turns", "terminated", "agent_error", "user_error"]
 
 
-class ConversationRecord(BaseModel):
+class ConversationRecord(Spent):
     """Everything one finished conversation produced; one line of ``results.jsonl``."""
 
     task_id: str
@@ -34,9 +35,6 @@ class ConversationRecord(BaseModel):
     errors: list[ErrorCategory] = Field(default_factory=list)
     tool_errors: list[ErrorCategory] = Field(default_factory=list)
     calls: int = 0
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     wall_s: float = 0.0
     error: str | None = None
     diagnosis: Diagnosis | None = None

@@ -28,6 +28,7 @@ from josh.components import ComponentOptions, build_components
 from josh.envs.base import Env
 from josh.interrupt import terminate_like_interrupt
 from josh.jsonl import JsonlWriter, iter_jsonl
+from josh.llm.base import Spent
 from josh.progress import stage_progress
 from josh.runinfo import RunInfo
 from josh.search import SearchConfig, search
@@ -46,15 +47,12 @@ class RolloutConfig(BaseModel):
     concurrency: int = Field(16, ge=1, description="tasks searched at the same time")
 
 
-class TaskStats(BaseModel):
+class TaskStats(Spent):
     """One task's line of ``stats.json``."""
 
     reward: float = 0.0
     max_reward: float = 0.0
     success: bool = False
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     wall_s: float = 0.0
     nodes: int = 0
     errors: int = Field(0, description="dead nodes: the agent or user failed on that turn")
@@ -62,15 +60,12 @@ class TaskStats(BaseModel):
     error: str | None = None
 
 
-class RunStats(BaseModel):
+class RunStats(Spent):
     """``stats.json``: totals over every task in ``trees.jsonl`` and the per-task lines."""
 
     tasks: int = 0
     success: int = 0
     mean_reward: float = 0.0
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     nodes: int = 0
     errors: int = Field(0, description="dead nodes over all trees (agent or user failures)")
     llm_errors: int = Field(0, description="turns cut short by a failed LLM request, over all trees")
@@ -99,16 +94,14 @@ def summarize(trees_path: Path) -> RunStats:
             success=bool(rec.get("success")),
             error=rec.get("error"),
             llm_errors=sum(str(e) == "llm_error" for n in rec.get("nodes") or [] for e in n.get("errors") or []),
-            **{
-                k: s.get(k, 0) for k in ("llm_calls", "prompt_tokens", "completion_tokens", "wall_s", "nodes", "errors")
-            },
+            **{k: s.get(k, 0) for k in (*Spent.model_fields, "wall_s", "nodes", "errors")},
         )
         stats.per_task[str(rec.get("task_id"))] = task
     tasks = list(stats.per_task.values())
     stats.tasks = len(tasks)
     stats.success = sum(t.success for t in tasks)
     stats.mean_reward = round(sum(t.reward for t in tasks) / len(tasks), 4) if tasks else 0.0
-    for key in ("llm_calls", "prompt_tokens", "completion_tokens", "nodes", "errors", "llm_errors"):
+    for key in (*Spent.model_fields, "nodes", "errors", "llm_errors"):
         setattr(stats, key, sum(getattr(t, key) for t in tasks))
     stats.failed_tasks = sum(1 for t in tasks if t.error)
     stats.summed_task_s = round(sum(t.wall_s for t in tasks), 3)

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from josh.diagnostics import CallVerdict
+from josh.llm.base import Spent
 from josh.types import ErrorCategory, Goal, Message, system, user
 
 
@@ -51,12 +52,9 @@ class Node(BaseModel):
     completion_tokens: int = 0
 
 
-class TreeStats(BaseModel):
+class TreeStats(Spent):
     """Accounting of one task's search (agent and user LLM calls together)."""
 
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     wall_s: float = 0.0
     nodes: int = 0
     errors: int = 0

@@ -9,6 +9,8 @@ from pydantic import BaseModel, Field
 
 from josh.types import Message, ToolCall
 
+Tools = list[dict[str, Any]] | None  # OpenAI function schemas offered to the model, if any
+
 
 class Sampling(BaseModel):
     """Decoding parameters. ``seed=None`` means unseeded; sibling samples always differ."""
@@ -63,6 +65,14 @@ class Usage(BaseModel):
             self.cost += c.cost
 
 
+class Spent(BaseModel):
+    """LLM calls and tokens spent on a piece of a run (agent and user together): the counters its records carry."""
+
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class LLMError(RuntimeError):
     """A backend failed after its retries; callers record it as an error category and go on."""
 
@@ -75,12 +85,7 @@ class LLM(Protocol):
     usage: Usage
 
     async def chat(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        n: int = 1,
-        sampling: Sampling | None = None,
+        self, messages: list[Message], *, tools: Tools = None, n: int = 1, sampling: Sampling | None = None
     ) -> list[Completion]: ...
 
 
@@ -91,12 +96,7 @@ class Backend(ABC):
     usage: Usage
 
     async def chat(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        n: int = 1,
-        sampling: Sampling | None = None,
+        self, messages: list[Message], *, tools: Tools = None, n: int = 1, sampling: Sampling | None = None
     ) -> list[Completion]:
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
@@ -111,7 +111,5 @@ class Backend(ABC):
         return completions
 
     @abstractmethod
-    async def complete(
-        self, messages: list[Message], tools: list[dict[str, Any]] | None, n: int, sampling: Sampling
-    ) -> list[Completion]:
+    async def complete(self, messages: list[Message], tools: Tools, n: int, sampling: Sampling) -> list[Completion]:
         """``n`` completions sharing one prompt; ``LLMError`` once the backend's own retries are spent."""

@@ -14,15 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from josh.extract import FIELDS as COLUMNS  # the columns of each row format, as extraction writes them
 from josh.recipes import Method
 
 ROLES = {"system", "user", "assistant", "tool"}
-COLUMNS: dict[str, tuple[str, ...]] = {
-    "sft": ("messages",),
-    "kto": ("prompt", "completion"),
-    "dpo": ("prompt", "chosen", "rejected"),
-    "tree": ("prompt", "completion"),
-}
 
 
 class DatasetError(ValueError):

@@ -3,6 +3,7 @@ source. Heavy modules are imported inside the commands so ``josh --help`` stays 
 
 from __future__ import annotations
 
+import importlib
 from collections import Counter
 from enum import Enum
 from pathlib import Path
@@ -59,11 +60,8 @@ def download(
     """Fetch MultiWOZ 2.1 (github.com/budzianowski/multiwoz) or tau-bench retail / airline
     (github.com/sierra-research/tau-bench)."""
     dest = dest or DEFAULT_DEST[dataset]
-    if dataset is Dataset.retail:
-        _download_retail(dest, commit)
-        return
-    if dataset is Dataset.airline:
-        _download_airline(dest, commit)
+    if dataset in (Dataset.retail, Dataset.airline):
+        _download_taubench(dataset.value, dest, commit)
         return
     from josh.envs.toolwoz.download import DownloadError, download_multiwoz, download_toolwoz
     from josh.envs.toolwoz.multiwoz import DataFormatError
@@ -78,24 +76,14 @@ def download(
     console.print(f"[green]ready:[/green] josh data stats {dest}")
 
 
-def _download_retail(dest: Path, commit: str) -> None:
-    from josh.envs.retail.download import UPSTREAM_COMMIT, DownloadError, download_retail
-
+def _download_taubench(name: str, dest: Path, commit: str) -> None:
+    """One τ-bench domain's files from the upstream repository (``josh.envs.<name>.download``)."""
+    download = importlib.import_module(f"josh.envs.{name}.download")
     try:
-        written = download_retail(dest, commit=commit or UPSTREAM_COMMIT)
-    except DownloadError as exc:
+        written = getattr(download, f"download_{name}")(dest, commit=commit or download.UPSTREAM_COMMIT)
+    except download.DownloadError as exc:
         raise _fail(exc) from exc
-    console.print(f"{len(written)} files written to {dest}; use it with --env retail --data {dest}")
-
-
-def _download_airline(dest: Path, commit: str) -> None:
-    from josh.envs.airline.download import UPSTREAM_COMMIT, DownloadError, download_airline
-
-    try:
-        written = download_airline(dest, commit=commit or UPSTREAM_COMMIT)
-    except DownloadError as exc:
-        raise _fail(exc) from exc
-    console.print(f"{len(written)} files written to {dest}; use it with --env airline --data {dest}")
+    console.print(f"{len(written)} files written to {dest}; use it with --env {name} --data {dest}")
 
 
 @data_app.command()
