@@ -8,13 +8,18 @@ ends the conversation, ``explode`` raises. ``CallingAgent`` calls the next goal'
 ``()``, its second child ``(1,)``, that child's first child ``(1, 0)``). The agent writes the path into its reply
 ("reply 1.0"), so a later turn knows where it is and the table decides what each turn does; the expected search
 tree is therefore known exactly.
+
+``upstream_files`` / ``serve_upstream``: a fake τ-bench repository for the download commands.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import pathlib
 from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
 
 from josh.agents.base import AgentTurn, PromptFrame
 from josh.envs.base import ConversationState
@@ -242,3 +247,28 @@ class TableUser:
             return UserTurn(text="", done=True, error="the user LLM failed", llm_calls=1)
         text = f"user {label(path)}" if path else "hello, I need help"
         return UserTurn(text=text, done=path in self.done, llm_calls=1, prompt_tokens=7, completion_tokens=3)
+
+
+def upstream_files(
+    upstream_dir: str, folder: pathlib.Path, tables: tuple[str, ...], tasks: dict[str, bytes]
+) -> dict[str, bytes]:
+    """A fake τ-bench repository by raw URL: a domain's tables and wiki (``policy.md``) from ``folder``, its task
+    files and the licence."""
+    from josh.envs.retail.download import raw_url
+
+    files = {f"data/{name}.json": (folder / f"{name}.json").read_bytes() for name in tables}
+    files["wiki.md"] = (folder / "policy.md").read_bytes()
+    out = {raw_url(f"{upstream_dir}/{path}"): data for path, data in {**files, **tasks}.items()}
+    out[raw_url("LICENSE")] = b"MIT"
+    return out
+
+
+def serve_upstream(monkeypatch: Any, download: ModuleType, upstream: dict[str, bytes]) -> None:
+    """``download.http_fetch`` answers from ``upstream``, and a 404 ``DownloadError`` for any other URL."""
+
+    def fetch(url: str) -> bytes:
+        if url not in upstream:
+            raise download.DownloadError(f"cannot fetch {url}: 404")
+        return upstream[url]
+
+    monkeypatch.setattr(download, "http_fetch", fetch)

@@ -27,6 +27,21 @@ def text_reply(body: dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": "How else can I help?"}
 
 
+def send_raw(
+    handler: BaseHTTPRequestHandler, status: int, data: bytes, *, headers: dict | None = None, cut: bool = False
+) -> None:
+    """Answer with a JSON body (``cut``: only its first half, then drop the connection)."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    for key, value in (headers or {}).items():
+        handler.send_header(key, value)
+    handler.end_headers()
+    handler.wfile.write(data[: len(data) // 2] if cut else data)
+    if cut:
+        handler.close_connection = True
+
+
 class FaultServer:
     """See the module docstring; ``log`` holds one entry per request: the fault drawn, or ``ok``."""
 
@@ -118,10 +133,10 @@ class FaultServer:
             }
         ).encode()
         if outcome == "truncated":
-            return self.send_raw(handler, 200, payload[: len(payload) // 2])
+            return send_raw(handler, 200, payload[: len(payload) // 2])
         if outcome == "cut":
-            return self.send_raw(handler, 200, payload, cut=True)
-        return self.send_raw(handler, 200, payload)
+            return send_raw(handler, 200, payload, cut=True)
+        return send_raw(handler, 200, payload)
 
     def choice(self, body: dict[str, Any], index: int) -> dict[str, Any]:
         message = self.reply(body)
@@ -129,21 +144,7 @@ class FaultServer:
         return {"index": index, "message": message, "finish_reason": finish}
 
     def send(self, handler: BaseHTTPRequestHandler, status: int, payload: dict, headers: dict | None = None) -> None:
-        self.send_raw(handler, status, json.dumps(payload).encode(), headers=headers)
-
-    @staticmethod
-    def send_raw(
-        handler: BaseHTTPRequestHandler, status: int, data: bytes, *, headers: dict | None = None, cut: bool = False
-    ) -> None:
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        for key, value in (headers or {}).items():
-            handler.send_header(key, value)
-        handler.end_headers()
-        handler.wfile.write(data[: len(data) // 2] if cut else data)
-        if cut:
-            handler.close_connection = True
+        send_raw(handler, status, json.dumps(payload).encode(), headers=headers)
 
     def close(self) -> None:
         self.closing.set()

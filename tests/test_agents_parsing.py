@@ -119,14 +119,6 @@ TOOL_TABLE = [
 ]
 
 
-@pytest.mark.parametrize(("text", "calls", "reply", "error"), TOOL_TABLE)
-def test_tool_call_table(text, calls, reply, error):
-    parsed = parse_tool_calls(text)
-    assert parsed.error == error
-    assert parsed.reply == reply
-    assert [(c.call.name, c.call.arguments if c.ok else None) for c in parsed.calls] == calls
-
-
 def test_native_tool_calls_win_over_text_and_keep_their_ids():
     native = [ToolCall(name="a", arguments={"x": 1}, id="call_1"), ToolCall(name="b", arguments="{bad", id="call_2")]
     parsed = parse_tool_calls("thinking aloud", native)
@@ -158,9 +150,13 @@ ACT_TABLE = [
 ]
 
 
-@pytest.mark.parametrize(("text", "calls", "reply", "error"), ACT_TABLE)
-def test_act_table(text, calls, reply, error):
-    parsed = parse_act(text)
+@pytest.mark.parametrize(
+    ("parse", "text", "calls", "reply", "error"),
+    [(parse_tool_calls, *row) for row in TOOL_TABLE] + [(parse_act, *row) for row in ACT_TABLE],
+)
+def test_parse_table(parse, text, calls, reply, error):
+    """The function-calling and ACT parsers on their tables: calls (name, arguments or None if bad), reply, error."""
+    parsed = parse(text)
     assert parsed.error == error
     assert parsed.reply == reply
     assert [(c.call.name, c.call.arguments if c.ok else None) for c in parsed.calls] == calls
@@ -182,7 +178,7 @@ names = st.from_regex(r"[a-z_]{1,15}", fullmatch=True)
 
 
 @given(st.text(max_size=400))
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 def test_readers_never_raise(text):
     for parsed in (parse_react(text), parse_tool_calls(text), parse_act(text)):
         assert parsed.has_action or parsed.error in (MALFORMED, ErrorCategory.UNSTORABLE)

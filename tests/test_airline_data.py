@@ -15,6 +15,7 @@ from josh.envs.airline import AirlineDataError, AirlineEnv, download, load_tasks
 from josh.envs.airline.download import UPSTREAM_DIR, DownloadError, download_airline
 from josh.envs.retail.download import raw_url
 from tests.airline_data import ANN, RESERVATIONS, TASKS, USERS, write_airline
+from tests.fakes import serve_upstream, upstream_files
 
 
 def task_source(tasks: list[dict[str, Any]]) -> str:
@@ -30,12 +31,8 @@ def task_source(tasks: list[dict[str, Any]]) -> str:
 
 
 def fake_upstream(folder: Path) -> dict[str, bytes]:
-    files = {f"data/{n}.json": (folder / f"{n}.json").read_bytes() for n in ("users", "reservations", "flights")}
-    files["wiki.md"] = (folder / "policy.md").read_bytes()
-    files["tasks_test.py"] = task_source(TASKS).encode()
-    out = {raw_url(f"{UPSTREAM_DIR}/{path}"): data for path, data in files.items()}
-    out[raw_url("LICENSE")] = b"MIT"
-    return out
+    tasks = {"tasks_test.py": task_source(TASKS).encode()}
+    return upstream_files(UPSTREAM_DIR, folder, ("users", "reservations", "flights"), tasks)
 
 
 def test_download_airline_writes_a_loadable_folder(tmp_path: Path) -> None:
@@ -65,13 +62,7 @@ def test_failed_download_writes_nothing(tmp_path: Path) -> None:
 
 def test_cli_download_airline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     upstream = fake_upstream(write_airline(tmp_path / "source"))
-
-    def fetch(url: str) -> bytes:
-        if url not in upstream:
-            raise DownloadError(f"cannot fetch {url}: 404")
-        return upstream[url]
-
-    monkeypatch.setattr(download, "http_fetch", fetch)
+    serve_upstream(monkeypatch, download, upstream)
     ok = CliRunner().invoke(app, ["data", "download", "airline", "--dest", str(tmp_path / "ok")])
     assert ok.exit_code == 0 and "6 files written" in ok.output and "--env airline" in ok.output
     bad = CliRunner().invoke(

@@ -10,6 +10,7 @@ import pytest
 from josh.llm import LLMError, Sampling, make_llm
 from josh.llm.openai import DEFAULT_PRICES, OpenAILLM, price_of
 from josh.types import system, user
+from tests.fault_server import send_raw
 
 
 class FakeServer:
@@ -96,14 +97,7 @@ class FakeServer:
 
     @staticmethod
     def send(handler, status: int, payload: dict, headers: dict | None = None) -> None:
-        data = json.dumps(payload).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        for key, value in (headers or {}).items():
-            handler.send_header(key, value)
-        handler.end_headers()
-        handler.wfile.write(data)
+        send_raw(handler, status, json.dumps(payload).encode(), headers=headers)
 
     def close(self) -> None:
         self.httpd.shutdown()

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from josh.cli import app
 from josh.envs.retail import RetailDataError, RetailEnv, download, load_tasks
 from josh.envs.retail.download import UPSTREAM_DIR, DownloadError, download_retail, raw_url, tasks_from_python
+from tests.fakes import serve_upstream, upstream_files
 
 TASK_SOURCE = """
 from tau_bench.types import Action, Task
@@ -60,14 +61,8 @@ def test_tasks_from_python_rejects_anything_else(source: str) -> None:
 
 
 def fake_upstream(shared_data: Path) -> dict[str, bytes]:
-    retail = shared_data / "taubench" / "retail"
-    files = {f"data/{n}.json": (retail / f"{n}.json").read_bytes() for n in ("users", "orders", "products")}
-    files["wiki.md"] = (retail / "policy.md").read_bytes()
-    for split in ("train", "dev", "test"):
-        files[f"tasks_{split}.py"] = TASK_SOURCE.encode()
-    out = {raw_url(f"{UPSTREAM_DIR}/{path}"): data for path, data in files.items()}
-    out[raw_url("LICENSE")] = b"MIT"
-    return out
+    tasks = {f"tasks_{split}.py": TASK_SOURCE.encode() for split in ("train", "dev", "test")}
+    return upstream_files(UPSTREAM_DIR, shared_data / "taubench" / "retail", ("users", "orders", "products"), tasks)
 
 
 def test_download_retail_writes_a_loadable_folder(shared_data: Path, tmp_path: Path) -> None:
@@ -121,13 +116,7 @@ def test_bad_task_files_give_clear_errors(shared_data: Path, tmp_path: Path) -> 
 
 def test_cli_download_retail(shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     upstream = fake_upstream(shared_data)
-
-    def fetch(url: str) -> bytes:
-        if url not in upstream:
-            raise DownloadError(f"cannot fetch {url}: 404")
-        return upstream[url]
-
-    monkeypatch.setattr(download, "http_fetch", fetch)
+    serve_upstream(monkeypatch, download, upstream)
     ok = CliRunner().invoke(app, ["data", "download", "retail", "--dest", str(tmp_path / "ok")])
     assert ok.exit_code == 0 and "8 files written" in ok.output
     bad = CliRunner().invoke(app, ["data", "download", "retail", "--dest", str(tmp_path / "bad"), "--commit", "0" * 40])
