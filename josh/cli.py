@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from josh.cli_errors import reported, reports_errors, set_verbose
-from josh.cli_options import PROGRESS, RunCommand, key_values, option, run_options, split_option
+from josh.cli_options import MAX_TURNS, PROGRESS, RunCommand, key_values, option, run_options, split_option
 
 if TYPE_CHECKING:
     from josh.components import ComponentOptions
@@ -47,14 +47,13 @@ def version() -> None:
 
 
 @app.command(cls=RunCommand)
-@run_options
+@run_options(split="train")
 def rollout(
     out: str = typer.Option(..., "--out", help="run folder: trees.jsonl and stats.json go here (rerun to resume)"),
     spec: ComponentOptions = RUN_SPEC,
-    split: str = split_option("train"),
     beam: int = typer.Option(8, min=1, help="most live leaves per task"),
     branching: int = typer.Option(2, min=1, help="agent turns sampled per leaf while the beam has room"),
-    max_depth: int = typer.Option(15, min=1, help="most agent turns per conversation"),
+    max_depth: int = MAX_TURNS,
     concurrency: int = typer.Option(16, min=1, help="tasks searched at the same time (per actor with --ray)"),
     progress: bool = PROGRESS,
     ray_address: str | None = typer.Option(
@@ -102,13 +101,12 @@ def rollout(
 
 
 @app.command("eval", cls=RunCommand)
-@run_options
+@run_options(split="test")
 def eval_(
     out: str = typer.Option(..., "--out", help="run folder: results.jsonl and summary.json (rerun to resume)"),
     spec: ComponentOptions = RUN_SPEC,
-    split: str = split_option("test"),
     trials: int = typer.Option(1, min=1, help="conversations per task (pass^k for k = 1..trials)"),
-    max_turns: int = typer.Option(15, min=1, help="most agent turns per conversation"),
+    max_turns: int = MAX_TURNS,
     concurrency: int = typer.Option(16, min=1, help="conversations in flight at the same time"),
     progress: bool = PROGRESS,
 ) -> None:
@@ -148,7 +146,7 @@ def eval_(
                 )
         finally:
             built.close()
-    print_summary(summary, title=f"{spec.agent} on {spec.env}/{spec.data}:{split} -> {out}")
+    print_summary(summary, title=f"{spec.agent} on {spec.env}/{spec.data}:{spec.split} -> {out}")
     _print_errors(summary.error_counts, out)
     from josh.diagnostics import print_diagnostics
 
@@ -308,7 +306,7 @@ def matrix(
     model: str = typer.Option("smollm2", help="model of LLM components that name none"),
     llm_options: list[str] | None = option("llm_options"),
     trials: int = typer.Option(1, min=1, help="conversations per task and cell"),
-    max_turns: int = typer.Option(15, min=1, help="most agent turns per conversation"),
+    max_turns: int = MAX_TURNS,
     limit: int | None = option("limit"),
     concurrency: int = typer.Option(16, min=1, help="conversations in flight at the same time"),
     progress: bool = PROGRESS,

@@ -1,8 +1,8 @@
 """The run options of ``josh eval`` and ``josh rollout``, written once: generated from the ``RunSpec`` fields (their
 descriptions are the help, the registries add the valid names and options) plus a stage's task limit and sampling.
 
-``@run_options`` puts them in a command's signature where it has a ``spec`` parameter and hands the command one
-checked ``ComponentOptions`` (with the command's own ``split``); a bad value is one red line before the command runs.
+``@run_options(split)`` puts them and ``--split`` (default ``split``) in a command's signature where it has a ``spec``
+parameter and hands the command one checked ``ComponentOptions``; a bad value is one red line before the command runs.
 ``RunCommand`` fills in the registries' names and options when help is shown, so other commands never import every
 agent and user module.
 """
@@ -93,6 +93,7 @@ def split_option(default: str) -> Any:
 
 
 PROGRESS: Any = typer.Option(True, help="show progress bars")
+MAX_TURNS: Any = typer.Option(15, min=1, help="most agent turns per conversation")
 
 
 def option(name: str) -> Any:
@@ -133,33 +134,38 @@ def components_from(values: dict[str, Any], split: str = "test") -> ComponentOpt
     return ComponentOptions(**values, split=split, agent_sampling=sampling)
 
 
-def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Replace ``command``'s ``spec`` parameter by the run options; the command receives them as one
-    ``ComponentOptions`` in ``spec`` (its own ``split`` included)."""
+def run_options(split: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Replace a command's ``spec`` parameter by ``--split`` (default ``split``: the split the command usually runs
+    on) and the run options; the command receives them as one ``ComponentOptions`` in ``spec``."""
     from josh.cli_errors import reported
 
-    signature = inspect.signature(command)
-    params = list(signature.parameters.values())
-    at = [p.name for p in params].index("spec")
-    shared = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-        for name, (annotation, default) in RUN_OPTIONS.items()
-    ]
-    own = [
-        p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=_resolved(p.annotation, command))
-        for p in params[:at] + params[at + 1 :]
-    ]
+    options = {"split": (str, split_option(split)), **RUN_OPTIONS}
 
-    @functools.wraps(command)
-    def wrapper(**values: Any) -> Any:
-        chosen = {name: values.pop(name) for name in RUN_OPTIONS}
-        with reported():
-            spec = components_from(chosen, values.get("split", "test"))
-        return command(spec=spec, **values)
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command)
+        params = list(signature.parameters.values())
+        at = [p.name for p in params].index("spec")
+        shared = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+            for name, (annotation, default) in options.items()
+        ]
+        own = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=_resolved(p.annotation, command))
+            for p in params[:at] + params[at + 1 :]
+        ]
 
-    wrapper.__signature__ = signature.replace(parameters=own[:at] + shared + own[at:])  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in own + shared}
-    return wrapper
+        @functools.wraps(command)
+        def wrapper(**values: Any) -> Any:
+            chosen = {name: values.pop(name) for name in RUN_OPTIONS}
+            with reported():
+                spec = components_from(chosen, values.pop("split"))
+            return command(spec=spec, **values)
+
+        wrapper.__signature__ = signature.replace(parameters=own[:at] + shared + own[at:])  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in own + shared}
+        return wrapper
+
+    return decorate
 
 
 def _resolved(annotation: Any, command: Callable[..., Any]) -> Any:
