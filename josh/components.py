@@ -57,13 +57,11 @@ class Components:
     def cost(self) -> float:
         return sum(llm.usage.cost for llm in self.llms)
 
-    def close(self) -> None:
-        """Stop the local backends' worker threads now (queued requests fail, a generation stops at its next token);
-        called when a run ends or is interrupted."""
+    def close(self, *, cancel: bool = True) -> None:
+        """Stop the local backends' worker threads (with ``cancel``, queued requests fail and a generation stops at its
+        next token); called when a run ends or is interrupted."""
         for llm in self.llms:
-            close = getattr(llm, "close", None)
-            if callable(close):
-                close(cancel=True)
+            llm.close(cancel=cancel)
 
 
 LLMKey = tuple[str, str | None, str | None]

@@ -88,6 +88,10 @@ class LLM(Protocol):
         self, messages: list[Message], *, tools: Tools = None, n: int = 1, sampling: Sampling | None = None
     ) -> list[Completion]: ...
 
+    def close(self, *, cancel: bool = False) -> None:
+        """Stop the backend's worker threads, if it has any (``cancel``: drop queued requests)."""
+        ...
+
 
 class Backend(ABC):
     """What every backend shares: ``chat`` checks the request's shape, then counts the completions of ``complete``
@@ -109,6 +113,10 @@ class Backend(ABC):
             raise
         self.usage.add(completions)
         return completions
+
+    def close(self, *, cancel: bool = False) -> None:
+        """Stop worker threads: nothing to stop for a backend without any (local backends override it)."""
+        return None
 
     @abstractmethod
     async def complete(self, messages: list[Message], tools: Tools, n: int, sampling: Sampling) -> list[Completion]:

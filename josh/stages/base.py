@@ -127,11 +127,3 @@ class Stage(ABC):
     @abstractmethod
     def run(self) -> None:
         """Make the output (a stage killed half-way runs again and continues where its own resume allows)."""
-
-
-def release(built: Components) -> None:
-    """Stop the stage's local backends' worker threads once it is done with them."""
-    for llm in built.llms:
-        close = getattr(llm, "close", None)
-        if callable(close):
-            close()

@@ -9,7 +9,7 @@ from typing import Any
 
 from josh.evaluate import RESULTS, SUMMARY, evaluate
 from josh.manifest import Input
-from josh.stages.base import Stage, StageContext, release
+from josh.stages.base import Stage, StageContext
 from josh.types import Task
 
 
@@ -60,7 +60,7 @@ class EvalStage(Stage):
                 )  # fmt: skip
             )
         finally:
-            release(built)
+            built.close(cancel=False)  # its backends are done
         self.ctx.log(
             f"  {self.label}: average reward {summary.average_reward.mean:.3f}, "
             f"100% success {summary.success_rate.mean:.3f} over {summary.conversations} conversations"

@@ -10,7 +10,7 @@ from typing import Any
 from josh.llm.base import Sampling
 from josh.manifest import Input
 from josh.rollout import STATS_FILE, TREES_FILE, RolloutConfig, run_rollouts
-from josh.stages.base import Stage, StageContext, release
+from josh.stages.base import Stage, StageContext
 from josh.types import Task
 
 
@@ -75,7 +75,7 @@ class RolloutStage(Stage):
                 )
             )
         finally:
-            release(built)
+            built.close(cancel=False)  # its backends are done
         self.ctx.log(
             f"  {stats.tasks} trees, {stats.success} reached 100%, mean reward {stats.mean_reward:.3f}, "
             f"{stats.llm_calls} LLM calls, {stats.session_wall_s:.0f} s"
