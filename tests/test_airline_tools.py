@@ -39,6 +39,10 @@ def legs(*pairs: tuple[str, str]) -> list[dict[str, str]]:
     return [{"flight_number": number, "date": date} for number, date in pairs]
 
 
+def paying(*methods: tuple[str, float]) -> list[dict[str, Any]]:
+    return [{"payment_id": method, "amount": amount} for method, amount in methods]
+
+
 def booking(**changes: Any) -> dict[str, Any]:
     """Ann books HAT001 + HAT002 on May 10 in economy, one passenger, insurance, one paid bag: 100+100+30+50."""
     return {
@@ -49,10 +53,7 @@ def booking(**changes: Any) -> dict[str, Any]:
         "cabin": "economy",
         "flights": legs(("HAT001", "2024-05-10"), ("HAT002", "2024-05-10")),
         "passengers": [{"first_name": "Ann", "last_name": "Lee", "dob": "1980-01-01"}],
-        "payment_methods": [
-            {"payment_id": "certificate_1", "amount": 100},
-            {"payment_id": "gift_card_1", "amount": 180},
-        ],
+        "payment_methods": paying(("certificate_1", 100), ("gift_card_1", 180)),
         "total_baggages": 1,
         "nonfree_baggages": 1,
         "insurance": "yes",
@@ -80,7 +81,7 @@ def test_book_reservation_prices_charges_and_files_it(env: AirlineEnv, state: Ai
 
 
 def test_booking_ids_continue_after_the_upstream_three(env: AirlineEnv, state: AirlineState) -> None:
-    pay = [{"payment_id": "credit_card_1", "amount": 280}]
+    pay = paying(("credit_card_1", 280))
     ids = [
         json.loads(call(env, state, "book_reservation", **booking(payment_methods=pay)))["reservation_id"]
         for _ in range(4)
@@ -105,35 +106,21 @@ def test_booking_ids_continue_after_the_upstream_three(env: AirlineEnv, state: A
             },
             "Error: not enough seats on flight HAT003",
         ),
+        ({"payment_methods": paying(("gift_card_2", 280))}, "Error: payment method gift_card_2 not found"),
         (
-            {"payment_methods": [{"payment_id": "gift_card_2", "amount": 280}]},
-            "Error: payment method gift_card_2 not found",
-        ),
-        (
-            {
-                "payment_methods": [
-                    {"payment_id": "certificate_1", "amount": 150},
-                    {"payment_id": "gift_card_1", "amount": 130},
-                ]
-            },
+            {"payment_methods": paying(("certificate_1", 150), ("gift_card_1", 130))},
             "Error: not enough balance in payment method certificate_1",
         ),
         (
-            {"payment_methods": [{"payment_id": "credit_card_1", "amount": 279}]},
+            {"payment_methods": paying(("credit_card_1", 279))},
             "Error: payment amount does not add up, total price is 280, but paid 279",
         ),
         (
-            {"payment_methods": [{"payment_id": "credit_card_1", "amount": 279.5}]},
+            {"payment_methods": paying(("credit_card_1", 279.5))},
             "Error: payment amount does not add up, total price is 280, but paid 279.5",
         ),
         (
-            {
-                "payment_methods": [
-                    {"payment_id": "certificate_1", "amount": 50},
-                    {"payment_id": "certificate_1", "amount": 50},
-                    {"payment_id": "gift_card_1", "amount": 180},
-                ]
-            },
+            {"payment_methods": paying(("certificate_1", 50), ("certificate_1", 50), ("gift_card_1", 180))},
             "Error: 'certificate_1'",
         ),
     ],
@@ -146,9 +133,9 @@ def test_book_reservation_errors_change_nothing(
 
 def test_book_reservation_checks_in_upstream_order(env: AirlineEnv, state: AirlineState) -> None:
     """A bad flight is reported before a bad payment, a missing method before the sum."""
-    bad = booking(flights=legs(("HAT999", "2024-05-10")), payment_methods=[{"payment_id": "nope", "amount": 1}])
+    bad = booking(flights=legs(("HAT999", "2024-05-10")), payment_methods=paying(("nope", 1)))
     assert fails(env, state, "book_reservation", **bad) == "Error: flight HAT999 not found"
-    bad = booking(payment_methods=[{"payment_id": "nope", "amount": 1}])
+    bad = booking(payment_methods=paying(("nope", 1)))
     assert fails(env, state, "book_reservation", **bad) == "Error: payment method nope not found"
 
 

@@ -9,33 +9,10 @@ from typing import Any
 
 import pytest
 
-from josh.components import ComponentOptions, Components
 from josh.loop import Loop
 from josh.loop_report import load_loop_report
-from josh.recipes import RecipeError
 from josh.seeds import rebuild
-from tests.fakes import Apologetic
-from tests.test_loop_scripted import StubTrainer, builder, merger, recipe
-
-
-class RecordingTrainer(StubTrainer):
-    """A stub trainer that also keeps every recipe it was given."""
-
-    def __init__(self, refuse: str | None = None) -> None:
-        super().__init__()
-        self.recipes: dict[str, Any] = {}
-        self.refuse = refuse
-
-    def __call__(self, recipe: Any, resume: bool) -> Path:
-        self.recipes[str(recipe.output_dir / recipe.run_name)] = recipe
-        if recipe.run_name == self.refuse:
-            self.calls.append((recipe.run_name, 0, resume))
-            raise RecipeError(f"KTO has 1 rows, fewer than one batch of {recipe.optim.per_device_batch_size}")
-        return super().__call__(recipe, resume)
-
-
-def lines(path: Path) -> list[str]:
-    return [line for line in path.read_text().splitlines() if line.strip()]
+from tests.fakes import RecordingTrainer, StubTrainer, builder, hopeless, lines, merger, recipe
 
 
 def test_kto_on_sft_and_both_controls(tmp_path: Path) -> None:
@@ -100,14 +77,6 @@ def test_rounds_without_tasks_fail_before_any_work(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="round 21 has no rollout tasks"):
         Loop(recipe(tmp_path, rounds=25), trainer=StubTrainer(), builder=builder, progress=False).run()
     assert not (tmp_path / "scripted" / "round-0").exists()
-
-
-def hopeless(options: ComponentOptions) -> Components:
-    """Searches find nothing to reward; evaluations are the usual noisy oracle."""
-    built = builder(options)
-    if options.split == "train":
-        built.agent = Apologetic()
-    return built
 
 
 def test_arms_with_nothing_to_train_on_end_with_a_note_and_the_loop_goes_on(tmp_path: Path) -> None:

@@ -13,8 +13,7 @@ from josh.components import ComponentOptions, Components
 from josh.loop import Loop
 from josh.loop_report import load_loop_report
 from josh.manifest import input_digest, read_manifest
-from tests.test_loop_arms import RecordingTrainer, hopeless, lines
-from tests.test_loop_scripted import builder, recipe
+from tests.fakes import RecordingTrainer, builder, hopeless, lines, recipe
 
 ARM = {"model": {"name": "base"}, "max_length": 512}
 GRPO_CALLS = 40  # LLM calls the stub GRPO trainer reports for its rollouts, per round

@@ -18,7 +18,7 @@ from josh.loop_report import LoopReport, ModelEntry, compare, load_loop_report
 from josh.manifest import read_manifest
 from josh.metrics import bootstrap, summarize
 from josh.seeds import SeedsReport, increment_line, pooled_headline, rebuild, run_seeds
-from tests.test_loop_scripted import StubTrainer, builder, merger, recipe
+from tests.fakes import StubTrainer, builder, merger, recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 LINE = re.compile(

@@ -7,7 +7,6 @@ import pytest
 
 from josh.agents.replay import ReplayAgent
 from josh.conversation import run_conversation
-from josh.envs.base import ConversationState, Env
 from josh.envs.retail import RetailEnv, details_of
 from josh.envs.retail.tools import WRITE_TOOLS
 from josh.envs.taubench.user import TauScriptedUser
@@ -115,16 +114,3 @@ def test_reward_needs_every_output_in_an_agent_reply(env: RetailEnv) -> None:
     assert env.reward(gold, said[:-1]) == 0.0
     assert env.reward(gold, [user(" ".join(outputs)), *said[:-1]]) == 0.0
     assert env.score(gold, said[:-1]).outputs == {o: o != outputs[-1] for o in outputs}
-
-
-def test_system_prompt_is_the_policy(env: RetailEnv, shared_data) -> None:
-    policy = (shared_data / "taubench" / "retail" / "policy.md").read_text()
-    assert env.system_prompt(env.tasks("dev")[0]) == policy
-
-
-def test_env_protocol_and_wrong_inputs(env: RetailEnv) -> None:
-    assert isinstance(env, Env)
-    with pytest.raises(ValueError, match="toolwoz"):
-        env.reset(Task(id="x", env="toolwoz"))
-    with pytest.raises(TypeError, match="RetailState"):
-        env.call(ConversationState(Task(env="retail", id="x")), ToolCall(name="think", arguments={"thought": ""}))
