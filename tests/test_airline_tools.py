@@ -43,6 +43,12 @@ def paying(*methods: tuple[str, float]) -> list[dict[str, Any]]:
     return [{"payment_id": method, "amount": amount} for method, amount in methods]
 
 
+def update_flights(env: AirlineEnv, state: AirlineState, cabin: str, flights: list, payment_id: str) -> dict[str, Any]:
+    """Reservation AAA111 moved to ``flights`` in ``cabin``: the updated reservation."""
+    arguments = {"reservation_id": "AAA111", "cabin": cabin, "flights": flights, "payment_id": payment_id}
+    return json.loads(call(env, state, "update_reservation_flights", **arguments))
+
+
 def booking(**changes: Any) -> dict[str, Any]:
     """Ann books HAT001 + HAT002 on May 10 in economy, one passenger, insurance, one paid bag: 100+100+30+50."""
     return {
@@ -154,17 +160,7 @@ def test_cancel_reservation_refunds_every_payment(env: AirlineEnv, state: Airlin
 
 def test_update_flights_keeps_booked_prices_and_charges_the_difference(env: AirlineEnv, state: AirlineState) -> None:
     flights = legs(("HAT001", "2024-05-10"), ("HAT005", "2024-05-10"))
-    out = json.loads(
-        call(
-            env,
-            state,
-            "update_reservation_flights",
-            reservation_id="AAA111",
-            cabin="economy",
-            flights=flights,
-            payment_id="gift_card_1",
-        )
-    )
+    out = update_flights(env, state, "economy", flights, "gift_card_1")
     assert [f["price"] for f in out["flights"]] == [90, 100]  # kept leg at its booked 90, new leg at today's 100
     assert out["flights"][1]["origin"] == "ORD" and out["payment_history"][-1] == {
         "payment_id": "gift_card_1",
@@ -177,32 +173,12 @@ def test_update_flights_cabin_change_reprices_every_leg_and_keeps_the_cabin_fiel
     env: AirlineEnv, state: AirlineState
 ) -> None:
     flights = legs(("HAT001", "2024-05-10"), ("HAT002", "2024-05-10"))
-    out = json.loads(
-        call(
-            env,
-            state,
-            "update_reservation_flights",
-            reservation_id="AAA111",
-            cabin="basic_economy",
-            flights=flights,
-            payment_id="gift_card_1",
-        )
-    )
+    out = update_flights(env, state, "basic_economy", flights, "gift_card_1")
     assert [f["price"] for f in out["flights"]] == [50, 50] and out["cabin"] == "economy"  # upstream never sets cabin
     assert out["payment_history"][-1]["amount"] == -140
     assert state.user(ANN)["payment_methods"]["gift_card_1"]["amount"] == 640  # type: ignore[index]
     history = len(out["payment_history"])
-    same = json.loads(
-        call(
-            env,
-            state,
-            "update_reservation_flights",
-            reservation_id="AAA111",
-            cabin="economy",
-            flights=flights,
-            payment_id="credit_card_1",
-        )
-    )
+    same = update_flights(env, state, "economy", flights, "credit_card_1")
     assert len(same["payment_history"]) == history  # the same legs at their booked prices: nothing to record
 
 

@@ -412,45 +412,20 @@ def test_return_delivered_order_items(env: RetailEnv, state: RetailState) -> Non
     oid, items = order["order_id"], [i["item_id"] for i in order["items"]]
     original = order["payment_history"][0]["payment_method_id"]
     pending = order_where(env, lambda o: o["status"] == "pending")["order_id"]
-    assert (
-        call(
-            env, state, "return_delivered_order_items", order_id=pending, item_ids=items, payment_method_id=original
-        ).content
-        == "Error: non-delivered order cannot be returned"
-    )
-    assert (
-        call(
-            env,
-            state,
-            "return_delivered_order_items",
-            order_id=oid,
-            item_ids=items,
-            payment_method_id=foreign_method(env, order),
-        ).content
-        == "Error: payment method not found"
-    )
-    assert (
-        call(
-            env,
-            state,
-            "return_delivered_order_items",
-            order_id=oid,
-            item_ids=items,
-            payment_method_id=other_method(env, order, "paypal"),
-        ).content
-        == "Error: payment method should be either the original payment method or a gift card"
-    )
-    assert (
-        call(
-            env,
-            state,
-            "return_delivered_order_items",
-            order_id=oid,
-            item_ids=[*items, items[0]],
-            payment_method_id=original,
-        ).content
-        == "Error: some item not found"
-    )
+    refused = [
+        (pending, items, original, "Error: non-delivered order cannot be returned"),
+        (oid, items, foreign_method(env, order), "Error: payment method not found"),
+        (
+            oid,
+            items,
+            other_method(env, order, "paypal"),
+            "Error: payment method should be either the original payment method or a gift card",
+        ),
+        (oid, [*items, items[0]], original, "Error: some item not found"),
+    ]
+    for order_id, item_ids, method, error in refused:
+        arguments = {"order_id": order_id, "item_ids": item_ids, "payment_method_id": method}
+        assert call(env, state, "return_delivered_order_items", **arguments).content == error
     assert unchanged(state)
     done = json.loads(
         call(
