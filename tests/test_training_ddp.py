@@ -73,11 +73,17 @@ def test_two_cpu_processes_train_one_adapter_with_averaged_gradients(tmp_path, f
 
     two, one = load_file(ddp / "adapter_model.safetensors"), load_file(single / "adapter_model.safetensors")
     assert two.keys() == one.keys()
-    for name, weight in one.items():
-        # lora_B starts at zero, so it is the learned update itself: unsynchronised ranks miss it by tens of percent
-        scale = weight.abs().max().item()
-        assert scale > 0
-        assert (two[name] - weight).abs().max().item() <= 1e-3 * scale + 1e-7, name
+    # lora_B starts at zero, so it is the learned update itself; a process training alone on its own rows (the
+    # launch before the fix) lands half the update's norm away; the same batch summed in another order, about 1e-5
+    learned = [name for name in one if "lora_B" in name]
+    assert relative_distance(two, one, learned) < 1e-3
+
+
+def relative_distance(a: dict, b: dict, names: list[str]) -> float:
+    import torch
+
+    diff = torch.cat([(a[n] - b[n]).flatten() for n in names])
+    return (diff.norm() / torch.cat([b[n].flatten() for n in names]).norm()).item()
 
 
 @pytest.mark.slow
