@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -114,7 +114,9 @@ def test_the_parser_reads_back_every_call_josh_template_writes(tokenizer, text, 
     before = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
     full = tokenizer.apply_chat_template([*prompt, message], tokenize=False)
     assert full.startswith(before)
-    ids = tokenizer(full[len(before) :], add_special_tokens=False)["input_ids"]
+    generated = full[len(before) :].removesuffix("\n")  # generation stops at the end-of-turn token
+    ids = tokenizer(generated, add_special_tokens=False)["input_ids"]
+    assume(tokenizer.decode(ids) == generated)  # a character SmolLM2's vocabulary lacks: no model can write it
     parsed = tokenizer.parse_response(ids, CHATML_TOOL_CALLS, prefix=before)
     assert parsed.get("content", "") == text
     got = [(c["function"]["name"], c["function"]["arguments"]) for c in parsed.get("tool_calls", [])]
