@@ -134,7 +134,7 @@ async def trained_turn(llm, upto: int = 2):
 
 
 def test_native_tool_calls_round_trip_through_the_server(adapter, merged, tmp_path) -> None:
-    from josh.agents.parsing import parse_tool_calls
+    from josh.agents.function_calling import parse_tool_calls
 
     folder = served_folder(merged, tool_calls=True, folder=tmp_path / "tools")
     server = start(folder, tmp_path / "server.log")
