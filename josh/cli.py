@@ -347,5 +347,14 @@ def _register_train() -> None:
 _register_train()
 
 
+def _register_serve() -> None:
+    from josh.serving import serve
+
+    app.command()(serve)
+
+
+_register_serve()
+
+
 if __name__ == "__main__":
     app()

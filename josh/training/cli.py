@@ -40,7 +40,10 @@ def run_command(method: str, recipe: Path, overrides: list[str], data: Path | No
         if output is not None:
             loaded.output_dir, loaded.run_name = output.parent, output.name
         run_dir = train(loaded, resume=resume, source=str(recipe))
-    console.print(f"[green]done:[/green] {run_dir}")
+    from accelerate import PartialState
+
+    if PartialState().is_main_process:
+        console.print(f"[green]done:[/green] {run_dir}")
 
 
 METHODS = {

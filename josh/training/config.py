@@ -65,6 +65,7 @@ def base_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
         "max_length": recipe.max_length,
         "dataset_num_proc": None,
         "disable_tqdm": False,
+        "ddp_find_unused_parameters": False,  # every LoRA weight gets a gradient; the check costs a graph walk
     }
 
 

@@ -118,15 +118,17 @@ def train(recipe: TrainRecipe, *, resume: bool = False, source: str | None = Non
     """Train per ``recipe`` and return the run folder; ``source`` (the recipe file) goes into the model card.
 
     The terminal shows one progress bar; library warnings and progress bars go to ``train.log``."""
-    from accelerate import PartialState
-
     from josh.quiet import noise_to
-    from josh.training.model import load_model
+    from josh.training.launch import process_state
+    from josh.training.model import load_model, model_path
     from josh.training.reporting import LOG_FILE, quiet_trainer, write_model_card
 
+    state = process_state()
+    with state.main_process_first():  # the first use of `smollm2` converts it once, in the main process
+        model_path(recipe.model.name)
     rows, tokenizer, checkpoint = prepare(recipe, resume=resume)
     run_dir = recipe.run_dir
-    main = PartialState().is_main_process
+    main = state.is_main_process
     if main:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "recipe.yaml").write_text(recipe.to_yaml())

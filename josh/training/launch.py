@@ -1,0 +1,55 @@
+"""Which process of a training launch this is: one process, or one rank of a data-parallel ``accelerate launch``.
+
+``accelerate launch`` starts several processes (through torchrun) only for GPU-type configs such as
+``training/multi_gpu.yaml``; on a machine without a GPU those processes find no device to join a process group on,
+so each would train alone on all the data and write the same run folder. ``process_state`` puts them on the CPU
+with the gloo backend instead, which is also what TrainingArguments then picks up (``ACCELERATE_USE_CPU``), so
+gradients are averaged across processes as on GPUs. ``accelerate launch --cpu`` with ``--num_processes N > 1``
+starts one process only (accelerate's CPU launcher needs mpirun for more); that launch stops with an error
+naming the config that works.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+CPU_DDP_CONFIG = "training/cpu_ddp.yaml"
+
+
+class LaunchError(ValueError):
+    """The launch would not run the processes it was asked for."""
+
+
+def world_size() -> int:
+    """How many processes the launcher started (1 outside a distributed launch)."""
+    for name in ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
+        value = os.environ.get(name)
+        if value and value.isdigit():
+            return int(value)
+    return 1
+
+
+def check_cpu_launch() -> None:
+    """Refuse ``accelerate launch --cpu --num_processes N`` (N > 1), which silently starts a single process."""
+    cpu_flag = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes")
+    if cpu_flag and os.environ.get("MASTER_ADDR") and world_size() == 1:
+        raise LaunchError(
+            "accelerate launch --cpu started 1 process, not the --num_processes asked for (its CPU launcher needs "
+            f"mpirun for more): for data-parallel CPU processes use --config_file {CPU_DDP_CONFIG} "
+            "--num_processes N, without --cpu"
+        )
+
+
+def process_state() -> Any:
+    """accelerate's ``PartialState`` for this process; the processes of a launch without a GPU use CPU + gloo."""
+    from accelerate import PartialState
+    from accelerate.utils import DistributedType
+
+    check_cpu_launch()
+    state = PartialState()
+    if world_size() > 1 and state.distributed_type == DistributedType.NO:
+        os.environ["ACCELERATE_USE_CPU"] = "true"
+        PartialState._reset_state()
+        state = PartialState(cpu=True)
+    return state
