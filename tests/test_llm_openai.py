@@ -212,10 +212,9 @@ async def test_client_errors_fail_without_retry(server):
 async def test_timeout_is_retried_then_raised(server):
     server.behaviours = ["sleep", "sleep"]
     llm = backend(server, max_retries=1, timeout_s=0.2)
-    start = time.perf_counter()
-    with pytest.raises(LLMError, match="Timeout"):
+    with pytest.raises(LLMError, match="Timeout"):  # the server answers after 1 s: only the timeout raises this
         await llm.chat([user("hi")])
-    assert llm.requests_sent == 2 and time.perf_counter() - start < 1.5
+    assert llm.requests_sent == 2
 
 
 async def test_connection_refused_becomes_llm_error():
