@@ -11,6 +11,8 @@ tree is therefore known exactly.
 
 ``upstream_files`` / ``serve_upstream``: a fake τ-bench repository for the download commands.
 
+``start_josh``: the ``josh`` command line of this checkout as a child process that Ctrl-C stops.
+
 The scripted loop (``josh.loop`` without a model): ``builder`` builds the oracle agent with a noise its "checkpoint"
 sets, ``StubTrainer`` / ``RecordingTrainer`` and ``merger`` stand in for TRL and PEFT, ``recipe`` is a small loop
 recipe over the mini set, ``hopeless`` a builder whose searches find nothing to reward.
@@ -20,7 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import pathlib
+import signal
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -33,7 +39,25 @@ from josh.types import CallRecord, ErrorCategory, Goal, Message, Task, ToolCall,
 from josh.users.base import UserTurn
 
 Path = tuple[int, ...]
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 TOOLS = [{"type": "function", "function": {"name": "act", "parameters": {"type": "object", "properties": {}}}}]
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_josh(args: list[str], **env: str) -> subprocess.Popen:
+    """``python -m josh ARGS`` from this checkout, output piped as text. The child gets the default SIGINT a
+    terminal gives: a suite started in the background (``cmd &``) hands it an ignored SIGINT, which Python keeps."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "josh", *args],
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
 
 
 def make_task(n_goals: int = 2, task_id: str = "t0") -> Task:

@@ -4,31 +4,20 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
+from tests.fakes import start_josh
+
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_ctrl_c_during_hf_generation_exits_cleanly(tmp_path):
     out = tmp_path / "run"
     args = ["eval", "--agent", "act", "--backend", "hf", "--model", "smollm2", "--limit", "4", "--out", str(out)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "josh", *args, "--no-progress"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a background shell would ignore it
-    )
+    process = start_josh([*args, "--no-progress"], HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     log = out / "eval.log"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not (log.exists() and "Loading weights" in log.read_text()):

@@ -7,16 +7,13 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from josh.evaluate import evaluate
 from josh.rollout import run_rollouts
-from tests.fakes import CallingAgent, CountingUser, FakeEnv, make_tasks
+from tests.fakes import CallingAgent, CountingUser, FakeEnv, make_tasks, start_josh
 
 
 class SlowAgent(CallingAgent):
@@ -70,23 +67,14 @@ async def test_sigterm_during_rollout_writes_stats_and_resume_adds_up_the_time(t
     assert again.wall_s == pytest.approx(first["wall_s"] + again.session_wall_s, abs=0.002)
 
 
-def _ctrl_c_as_in_a_terminal() -> None:
-    """A job started in the background (``cmd &``, as CI runners may start the suite) inherits an ignored SIGINT,
-    which Python keeps ignoring; a person at a terminal has the default, so the child gets it back."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
 def test_josh_eval_stops_on_sigterm_as_on_ctrl_c(tmp_path, stop):
     out = tmp_path / "run"
     reply = 'Action: {"name": "respond", "arguments": {"content": "Hello?"}}'
-    args = [sys.executable, "-m", "josh", "eval", "--agent", "act", "--backend", "scripted", "--model", "x"]
+    args = ["eval", "--agent", "act", "--backend", "scripted", "--model", "x"]
     args += ["--llm-option", f"replies=[{reply!r}]", "--llm-option", "latency_s=0.2", "--user", "agenda"]
     args += ["--limit", "8", "--concurrency", "1", "--no-progress", "--out", str(out)]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    process = subprocess.Popen(
-        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=_ctrl_c_as_in_a_terminal
-    )
+    process = start_josh(args)
     try:
         deadline = time.monotonic() + 60
         while not (out / "results.jsonl").is_file() or not (out / "results.jsonl").read_text().strip():
