@@ -1,10 +1,13 @@
-"""Whole-file writes that a crash never leaves half done: the data goes to a hidden file beside the target, which is
-then renamed over it (a rename within one folder is atomic), so a reader sees the old file or the new one."""
+"""Whole-file and whole-folder writes that a crash never leaves half done: the data goes to a hidden file or folder
+beside the target, which is then renamed into its place (a rename within one folder is atomic), so a reader sees the
+old file or the new one."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 
@@ -25,3 +28,21 @@ def write_atomic(path: str | Path, data: str | bytes | Iterable[str], *, errors:
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def write_folder_atomic(target: str | Path, fill: Callable[[Path], object]) -> Path:
+    """Let ``fill`` write a fresh hidden folder beside ``target`` (readable by all), then put it in ``target``'s
+    place; the fresh folder is removed when ``fill`` fails."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-"))
+    tmp.chmod(0o755)
+    try:
+        fill(tmp)
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return target

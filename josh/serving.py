@@ -16,17 +16,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 import typer
 
+from josh.atomic import write_folder_atomic
 from josh.llm.models import cache_root, is_adapter_dir, resolve_model
 
 INSTALL_HINT = "transformers serve needs its serving extra: pip install 'josh[serve]'"
@@ -130,21 +130,14 @@ def _check_writable(target: Path) -> None:
         raise ValueError(f"{target} exists and was not written by josh serve; choose another --folder")
 
 
-def _build(target: Path, stamp: dict[str, Any], fill: Any) -> Path:
-    """Fill a fresh folder beside ``target``, then put it in ``target``'s place."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-"))
-    tmp.chmod(0o755)
-    try:
-        fill(tmp)
-        (tmp / MARKER).write_text(json.dumps(stamp))
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
-    return target
+def _build(target: Path, stamp: dict[str, Any], fill: Callable[[Path], object]) -> Path:
+    """Fill ``target`` afresh, stamped as josh serve's, in one swap."""
+
+    def stamped(folder: Path) -> None:
+        fill(folder)
+        (folder / MARKER).write_text(json.dumps(stamp))
+
+    return write_folder_atomic(target, stamped)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

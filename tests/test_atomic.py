@@ -1,4 +1,4 @@
-"""The one atomic writer: whole files or nothing."""
+"""The one atomic writer: whole files and folders or nothing."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from josh.atomic import write_atomic
+from josh.atomic import write_atomic, write_folder_atomic
 
 
 def test_text_bytes_and_lines_land_whole(tmp_path: Path) -> None:
@@ -41,3 +41,18 @@ def test_lone_surrogates_need_an_error_handler(tmp_path: Path) -> None:
     assert not target.exists()
     write_atomic(target, "bad \udc80", errors="surrogateescape")
     assert target.read_bytes() == b"bad \x80"
+
+
+def test_a_folder_is_replaced_whole_and_a_failed_fill_keeps_the_old_one(tmp_path: Path) -> None:
+    target = tmp_path / "models" / "m"
+    write_folder_atomic(target, lambda folder: (folder / "old.bin").write_text("old"))
+    write_folder_atomic(target, lambda folder: (folder / "new.bin").write_text("new"))
+    assert [p.name for p in target.iterdir()] == ["new.bin"] and target.stat().st_mode & 0o755 == 0o755
+
+    def half(folder: Path) -> None:
+        (folder / "part.bin").write_text("part")
+        raise RuntimeError("killed mid-save")
+
+    with pytest.raises(RuntimeError, match="mid-save"):
+        write_folder_atomic(target, half)
+    assert [p.name for p in target.parent.iterdir()] == ["m"] and (target / "new.bin").read_text() == "new"

@@ -11,11 +11,10 @@ import importlib.resources
 import importlib.util
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from josh.atomic import write_folder_atomic
 from josh.llm.base import LLMError
 from josh.types import Message
 
@@ -80,15 +79,13 @@ def ensure_smollm2() -> Path:
     tokenizer.chat_template = chatml_template()
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".tmp-"))
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / "chat_template.jinja").write_text(tokenizer.chat_template)
-    if target.exists():
-        shutil.rmtree(target)
-    tmp.rename(target)
-    return target
+
+    def save(folder: Path) -> None:
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        (folder / "chat_template.jinja").write_text(tokenizer.chat_template)
+
+    return write_folder_atomic(target, save)
 
 
 def render_chat(tokenizer: Any, messages: list[Message], tools: list[dict[str, Any]] | None) -> str | LLMError:
