@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from josh.cli import app
+from josh.serving import free_port
 from tests.test_llm_openai import FakeServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,10 +29,7 @@ def lines(output: str) -> list[str]:
 
 
 def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
+    return f"http://127.0.0.1:{free_port()}/v1"
 
 
 @pytest.fixture

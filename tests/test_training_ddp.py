@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from josh.serving import free_port
 from tests.training_data import react_conversation, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,12 +23,6 @@ SETTINGS = [
     "optim.learning_rate=2e-3",
     "optim.logging_steps=1",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def launch(launcher: list[str], data: Path, out: Path, *settings: str) -> subprocess.CompletedProcess:
