@@ -23,7 +23,7 @@ from pathlib import Path
 
 from josh.components import ComponentOptions, build_components
 from josh.evaluate import evaluate
-from josh.llm.base import Sampling
+from josh.llm.base import Sampling, aclose_all
 from josh.serving import ModelServer, served_folder
 
 
@@ -37,6 +37,7 @@ async def run(options: ComponentOptions, out: Path, max_turns: int, concurrency:
         )
         seconds = time.perf_counter() - start
     finally:
+        await aclose_all(built.llms)
         built.close()
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     return seconds, {r["task_id"]: (r["reward"], r["errors"], agent_text(r["messages"])) for r in rows}

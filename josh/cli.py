@@ -111,8 +111,6 @@ def eval_(
     progress: bool = PROGRESS,
 ) -> None:
     """Evaluate an agent (no search) on a split: average reward, 100% success, pass^k, error shares, cost."""
-    import asyncio
-
     from josh.components import build_components, preflight
     from josh.evaluate import evaluate, finished_count
     from josh.llm.health import stop_if_failing
@@ -128,7 +126,7 @@ def eval_(
             if done:
                 typer.echo(f"resuming {out}: {done} of {len(built.tasks) * trials} conversations already done")
             with noise_to(Path(out) / "eval.log"):
-                summary = asyncio.run(
+                summary = built.run(
                     evaluate(
                         built.env,
                         built.tasks,

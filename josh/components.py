@@ -8,20 +8,25 @@ stops the run at once with one line.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import Field
 
 from josh.agents import AGENTS, Agent
 from josh.envs import ENVIRONMENTS, build_env
 from josh.envs.base import Env
-from josh.llm.base import LLM, Sampling
+from josh.llm.base import LLM, Sampling, aclose_all
 from josh.llm.factory import LLMConfig
 from josh.runinfo import RunInfo, run_info
 from josh.runspec import RunSpec
 from josh.types import Task
 from josh.users import USERS, UserSimulator
+
+
+T = TypeVar("T")
 
 
 class ComponentOptions(RunSpec):
@@ -56,6 +61,17 @@ class Components:
 
     def cost(self) -> float:
         return sum(llm.usage.cost for llm in self.llms)
+
+    def run(self, work: Coroutine[Any, Any, T]) -> T:
+        """``asyncio.run(work)``; the backends' async HTTP connections are closed in that loop before it ends."""
+
+        async def session() -> T:
+            try:
+                return await work
+            finally:
+                await aclose_all(self.llms)
+
+        return asyncio.run(session())
 
     def close(self, *, cancel: bool = True) -> None:
         """Stop the local backends' worker threads (with ``cancel``, queued requests fail and a generation stops at its

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from josh.agents import AGENTS
 from josh.envs import build_env
 from josh.evaluate import evaluate, load_results
-from josh.llm.base import LLM
+from josh.llm.base import LLM, aclose_all
 from josh.metrics import Interval, PairedDifference, Summary, paired_difference
 from josh.report import fmt_interval
 
@@ -195,16 +195,21 @@ async def run_matrix(
     built_agents = {a.text: parts.agent(a) for a in agents}  # every name and backend checked before any cell runs
     built_users = {u.text: parts.user(u) for u in users}
     summaries: dict[tuple[str, str], tuple[Summary, dict[str, list[float]]]] = {}
-    for index, (agent, user) in enumerate((a, u) for a in agents for u in users):
-        folder = out / "cells" / f"{agent.folder}__{user.folder}"
-        say(f"cell {index + 1}/{len(agents) * len(users)}: agent {agent.text} x user {user.text} -> {folder}")
-        spent = parts.cost()
-        summary = await evaluate(
-            parts.env, parts.tasks, built_agents[agent.text], built_users[user.text], folder,
-            trials=config.trials, concurrency=config.concurrency, max_turns=config.max_turns,
-            cost=lambda spent=spent: parts.cost() - spent, show_progress=progress,
-        )  # fmt: skip
-        summaries[agent.text, user.text] = summary, _rewards(folder, parts.tasks, config.trials)
+    try:
+        for index, (agent, user) in enumerate((a, u) for a in agents for u in users):
+            folder = out / "cells" / f"{agent.folder}__{user.folder}"
+            say(f"cell {index + 1}/{len(agents) * len(users)}: agent {agent.text} x user {user.text} -> {folder}")
+            spent = parts.cost()
+            summary = await evaluate(
+                parts.env, parts.tasks, built_agents[agent.text], built_users[user.text], folder,
+                trials=config.trials, concurrency=config.concurrency, max_turns=config.max_turns,
+                cost=lambda spent=spent: parts.cost() - spent, show_progress=progress,
+            )  # fmt: skip
+            summaries[agent.text, user.text] = summary, _rewards(folder, parts.tasks, config.trials)
+    finally:
+        await aclose_all(parts.llms.values())
+        for llm in parts.llms.values():
+            llm.close()
     result = compare(config, agents, users, summaries, out)
     (out / "matrix.json").write_text(result.model_dump_json(indent=2) + "\n")
     (out / "matrix.md").write_text("\n".join(markdown(result)) + "\n")

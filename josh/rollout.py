@@ -296,7 +296,7 @@ def rollout_from_options(options: RolloutOptions, *, progress: bool = True) -> R
 
     built = build_components(options.components)
     try:
-        return asyncio.run(
+        return built.run(
             run_rollouts(
                 built.tasks,
                 built.env,

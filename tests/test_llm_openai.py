@@ -7,6 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from josh.components import Components
 from josh.llm import LLMError, Sampling, make_llm
 from josh.llm.openai import DEFAULT_PRICES, OpenAILLM, price_of
 from josh.types import system, user
@@ -129,6 +130,19 @@ async def test_text_reply_usage_and_cost(server):
     prompt_price, completion_price = DEFAULT_PRICES["gpt-4o-mini"]
     assert c.cost == pytest.approx((100 * prompt_price + 10 * completion_price) / 1e6)
     assert llm.usage.calls == 1 and llm.usage.prompt_tokens == 100 and llm.usage.completion_tokens == 10
+
+
+def test_a_run_closes_the_http_client_inside_its_event_loop(server):
+    """Closed before ``asyncio.run`` ends, not at garbage collection after it ("Event loop is closed")."""
+    llm = backend(server)
+    built = Components(env=None, tasks=[], agent=None, user=None, llms=[llm])
+
+    async def work():
+        await llm.chat([user("hi")])
+        return llm._client
+
+    client = built.run(work())
+    assert client.is_closed() and llm._client is None
 
 
 async def test_reasoning_models_get_max_completion_tokens_and_no_temperature(server):

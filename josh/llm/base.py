@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -92,6 +94,10 @@ class LLM(Protocol):
         """Stop the backend's worker threads, if it has any (``cancel``: drop queued requests)."""
         ...
 
+    async def aclose(self) -> None:
+        """Close the backend's async HTTP connections, if it has any, inside the event loop that opened them."""
+        ...
+
 
 class Backend(ABC):
     """What every backend shares: ``chat`` checks the request's shape, then counts the completions of ``complete``
@@ -118,6 +124,15 @@ class Backend(ABC):
         """Stop worker threads: nothing to stop for a backend without any (local backends override it)."""
         return None
 
+    async def aclose(self) -> None:
+        """Close async connections: nothing to close for a backend without any (HTTP backends override it)."""
+        return None
+
     @abstractmethod
     async def complete(self, messages: list[Message], tools: Tools, n: int, sampling: Sampling) -> list[Completion]:
         """``n`` completions sharing one prompt; ``LLMError`` once the backend's own retries are spent."""
+
+
+async def aclose_all(llms: Iterable[LLM]) -> None:
+    """Close every backend's async connections in the running event loop (before ``asyncio.run`` closes it)."""
+    await asyncio.gather(*(llm.aclose() for llm in llms))

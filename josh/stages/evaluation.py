@@ -3,7 +3,6 @@ folder (resumable conversation by conversation)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,7 @@ class EvalStage(Stage):
         spec = self.ctx.recipe.eval
         built = self.ctx.components(spec.split, str(self.model), spec.sampling)
         try:
-            summary = asyncio.run(
+            summary = built.run(
                 evaluate(
                     built.env,
                     built.tasks[: spec.limit],

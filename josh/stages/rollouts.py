@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +68,7 @@ class RolloutStage(Stage):
         built = self.ctx.components(spec.split, str(self.policy), spec.sampling)
         config = RolloutConfig(search=spec.search, concurrency=spec.concurrency)
         try:
-            stats = asyncio.run(
+            stats = built.run(
                 run_rollouts(
                     self.tasks, built.env, built.agent, built.user, self.folder, config, progress=self.ctx.progress
                 )

@@ -115,7 +115,8 @@ class ConversationRollout:
         env, tasks = tasks_of(recipe)
         self.env = WatchedEnv(env)
         self.tasks = {t.id: t for t in tasks}
-        self.user = make_user(recipe.grpo.user, self._user_llm(), **recipe.grpo.user_options)
+        self.user_llm = self._user_llm()
+        self.user = make_user(recipe.grpo.user, self.user_llm, **recipe.grpo.user_options)
         self.stats = RolloutStats()
         self.__name__ = "josh_conversations"
 
@@ -163,7 +164,8 @@ class ConversationRollout:
 
         started = time.perf_counter()
         spec = self.recipe.grpo
-        results = run_batch([converse(self.env, self.tasks[k], agent, self.user, spec.max_turns) for k in keys])
+        conversations = [converse(self.env, self.tasks[k], agent, self.user, spec.max_turns) for k in keys]
+        results = run_batch(conversations, [self.user_llm] if self.user_llm is not None else [])
         sequences = [
             encode(record, trace, agent, self.tasks[k], self.tokenizer, self.recipe.max_length)
             for k, (record, trace) in zip(keys, results, strict=True)

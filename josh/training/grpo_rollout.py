@@ -35,7 +35,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from josh.envs.base import Env
-from josh.llm.base import LLMError
+from josh.llm.base import LLMError, aclose_all
 from josh.types import ErrorCategory, Message, Task
 
 SKIP_REASONS = ("too_long", "env_error", "user_error", "agent_error", "llm_error", "no_turn")
@@ -200,11 +200,15 @@ def mark_equal_groups(sequences: list[Encoded], keys: list[str], size: int, stat
                 s.mask = [0] * len(s.mask)
 
 
-def run_batch(coroutines: list[Any]) -> list[Any]:
-    """Run the batch's conversations concurrently (their agent calls share batched generates)."""
+def run_batch(coroutines: list[Any], llms: list[Any]) -> list[Any]:
+    """Run the batch's conversations concurrently (their agent calls share batched generates); ``llms`` (the user
+    simulator's) close their HTTP connections before the batch's event loop ends."""
 
     async def gather() -> list[Any]:
-        return list(await asyncio.gather(*coroutines))
+        try:
+            return list(await asyncio.gather(*coroutines))
+        finally:
+            await aclose_all(llms)
 
     return asyncio.run(gather())
 
