@@ -86,6 +86,7 @@ class ExtractStats(BaseModel):
     tree_groups: int = 0
     tree_zero_groups: int = 0
     tree_rows: int = 0
+    random_pool: int | None = None
     tokens: dict[str, int] = Field(default_factory=dict)
     token_counter: str = "whitespace"
 
@@ -269,9 +270,12 @@ def extract_rows(trees: Iterator[Tree] | list[Tree], config: ExtractConfig, stat
     return out
 
 
-def random_rows(trees: Iterator[Tree] | list[Tree], config: ExtractConfig, seed: int, stats: ExtractStats) -> Extracted:
+def random_rows(
+    trees: Iterator[Tree] | list[Tree], config: ExtractConfig, seed: int, stats: ExtractStats, limit: int | None = None
+) -> Extracted:
     """One random branch per tree as an SFT row (no reward threshold; the same error rule as the ideal path).
-    The branch of a tree depends only on ``seed`` and its task id."""
+    The branch of a tree depends only on ``seed`` and its task id. With ``limit``, a random ``limit`` of those rows
+    (in tree order) are kept, and ``stats.random_pool`` counts the rows they were drawn from."""
     out = Extracted()
     for tree in trees:
         stats.rewarded += tree.reward > 0
@@ -286,6 +290,10 @@ def random_rows(trees: Iterator[Tree] | list[Tree], config: ExtractConfig, seed:
         stats.trimmed += chosen.trimmed
         out.sft.append(sft_row(tree, chosen.path))
     out.sft = _dedupe(out.sft, ("messages",), stats)
+    if limit is not None and len(out.sft) > limit:
+        stats.random_pool = len(out.sft)
+        kept = sorted(random.Random(f"{seed}|rows").sample(range(len(out.sft)), limit))
+        out.sft = [out.sft[i] for i in kept]
     stats.sft = len(out.sft)
     return out
 
@@ -372,11 +380,12 @@ def extract_random(
     *,
     count_tokens: TokenCounter | None = None,
     counter_name: str = "whitespace",
+    limit: int | None = None,
 ) -> ExtractStats:
-    """The no-selection control's files: ``sft.jsonl`` with one random branch per tree (``random_rows``), empty
-    KTO and DPO files, and ``extract_stats.json``."""
+    """The no-selection control's files: ``sft.jsonl`` with one random branch per tree (``random_rows``, at most
+    ``limit`` of them), empty KTO and DPO files, and ``extract_stats.json``."""
     stats = ExtractStats(token_counter=counter_name if count_tokens else "whitespace")
-    rows = random_rows(read_trees(_trees_file(trees_path), stats), config, seed, stats)
+    rows = random_rows(read_trees(_trees_file(trees_path), stats), config, seed, stats, limit)
     _write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens)
     return stats
 

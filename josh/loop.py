@@ -166,8 +166,10 @@ class Loop(OnlineArms):
         self.ctx.execute(stage)
         return stage
 
-    def extract(self, round_: int, rollouts: RolloutStage, *, control_seed: int | None = None) -> ExtractStage:
-        stage = ExtractStage(self.ctx, round_, rollouts.trees, control_seed=control_seed)
+    def extract(
+        self, round_: int, rollouts: RolloutStage, *, control_seed: int | None = None, control_rows: int | None = None
+    ) -> ExtractStage:
+        stage = ExtractStage(self.ctx, round_, rollouts.trees, control_seed=control_seed, control_rows=control_rows)
         self.ctx.execute(stage)
         return stage
 
@@ -209,7 +211,7 @@ class Loop(OnlineArms):
         if recipe.grpo is not None:
             models["grpo"] = self.grpo_arm(r, folder, policy_label)
         if recipe.controls.random and (recipe.controls.rounds is None or r in recipe.controls.rounds):
-            record.control = self._random_control(r, folder, rollouts, prior, start, policy_label)
+            record.control = self._random_control(r, folder, rollouts, extracted, prior, start, policy_label)
         if recipe.accumulate:
             self.sft_sources.append(extracted.sft)
             self.kto_sources.append(extracted.kto)
@@ -256,11 +258,23 @@ class Loop(OnlineArms):
         return model
 
     def _random_control(
-        self, r: int, folder: Path, rollouts: RolloutStage, prior: list[Path], start: Path | None, policy_label: str
-    ) -> Path:
-        """control-random: the round's trees without reward selection, trained exactly like the SFT arm."""
+        self,
+        r: int,
+        folder: Path,
+        rollouts: RolloutStage,
+        extracted: ExtractStage,
+        prior: list[Path],
+        start: Path | None,
+        policy_label: str,
+    ) -> Path | None:
+        """control-random: the round's trees without reward selection, trained exactly like the SFT arm (on as many
+        rows as JOSH-SFT's with ``controls.random_rows: match``)."""
         assert self.recipe.sft is not None
-        data = self.extract(r, rollouts, control_seed=self.recipe.seed or 0)
+        limit = extracted.sft_rows() if self.recipe.controls.random_rows == "match" else None
+        if limit == 0:
+            self.note("control-random", r, "JOSH kept no row this round, so a matched control has nothing to train")
+            return None
+        data = self.extract(r, rollouts, control_seed=self.recipe.seed or 0, control_rows=limit)
         if data.sft_rows() == 0:
             self.note("control-random", r, "no random branch kept a turn (every first turn failed): nothing to train")
             return data.folder

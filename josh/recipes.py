@@ -289,6 +289,11 @@ class ControlsSpec(_Strict):
         description="control-retrain: the start policy retrained on its own warm-start rows with another seed and "
         "row order (the noise floor)",
     )
+    random_rows: Literal["all", "match"] = Field(
+        "all",
+        description="control-random's rows: one per tree (all), or a random subset as large as the round's JOSH-SFT "
+        "rows (match), so that the control differs from JOSH in the selection only, not in the amount of data",
+    )
     rounds: list[int] | None = Field(None, description="rounds with control-random (default: every round)")
 
 

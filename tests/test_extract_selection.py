@@ -77,6 +77,17 @@ async def test_random_rows_ignore_the_reward_and_repeat_for_a_seed(tmp_path) -> 
     assert [json.loads(line) for line in (tmp_path / "out" / "sft.jsonl").read_text().splitlines()] == rows.sft
 
 
+async def test_a_row_limit_keeps_a_seeded_random_subset_in_tree_order() -> None:
+    trees = [await grow({}, task_id=f"t{k}") for k in range(6)]
+    every = random_rows(trees, ExtractConfig(), 5, ExtractStats()).sft
+    stats = ExtractStats()
+    some = random_rows(trees, ExtractConfig(), 5, stats, limit=3).sft
+    assert len(some) == stats.sft == 3 and stats.random_pool == len(every) > 3
+    assert [every.index(row) for row in some] == sorted(every.index(row) for row in some)
+    assert random_rows(trees, ExtractConfig(), 5, ExtractStats(), limit=3).sft == some
+    assert random_rows(trees, ExtractConfig(), 5, ExtractStats(), limit=9).sft == every
+
+
 async def test_random_branches_follow_the_same_error_rule() -> None:
     tree = await grow({}, errors={(0,), (1,)})  # every first turn fails
     stats = ExtractStats()

@@ -58,6 +58,29 @@ def test_kto_on_sft_and_both_controls(tmp_path: Path) -> None:
     )
 
 
+def test_a_matched_random_control_trains_on_as_many_rows_as_josh(tmp_path: Path) -> None:
+    trainer = RecordingTrainer()
+    changes = {"kto": None, "controls": {"random": True, "random_rows": "match"}}
+    Loop(recipe(tmp_path, **changes), trainer=trainer, builder=builder, progress=False).run()
+    round1 = tmp_path / "scripted" / "round-1"
+    josh_rows = lines(round1 / "extract" / "sft.jsonl")
+    random_rows = lines(round1 / "control-random" / "data" / "sft.jsonl")
+    stats = json.loads((round1 / "control-random" / "data" / "extract_stats.json").read_text())
+    assert 1 <= len(random_rows) == len(josh_rows) < stats["random_pool"]
+    warm_rows = lines(tmp_path / "scripted" / "round-0" / "warmstart" / "data" / "sft.jsonl")
+    assert lines(Path(trainer.recipes[str(round1 / "control-random" / "train")].data)) == warm_rows + random_rows
+    harvest = load_loop_report(tmp_path / "scripted").harvest[0]
+    assert harvest.control_rows == harvest.sft_rows == len(josh_rows)
+
+
+def test_a_matched_random_control_without_josh_rows_ends_with_a_note(tmp_path: Path) -> None:
+    changes = {"kto": None, "controls": {"random": True, "random_rows": "match"}}
+    Loop(recipe(tmp_path, **changes), trainer=StubTrainer(), builder=hopeless, progress=False).run()
+    notes = {(n.arm, n.round): n.message for n in load_loop_report(tmp_path / "scripted").notes}
+    assert "matched control has nothing to train" in notes["control-random", 1]
+    assert not (tmp_path / "scripted" / "round-1" / "control-random").exists()
+
+
 def test_kto_policy_searches_the_next_round(tmp_path: Path) -> None:
     from josh.manifest import input_digest, read_manifest
 

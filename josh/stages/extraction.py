@@ -14,13 +14,22 @@ from josh.stages.base import Stage, StageContext
 
 
 class ExtractStage(Stage):
-    """Rows of round ``round_`` from the trees in ``trees``; with ``control_seed``, the control-random rows."""
+    """Rows of round ``round_`` from the trees in ``trees``; with ``control_seed``, the control-random rows (at most
+    ``control_rows`` of them)."""
 
-    def __init__(self, ctx: StageContext, round_: int, trees: Path, *, control_seed: int | None = None) -> None:
+    def __init__(
+        self,
+        ctx: StageContext,
+        round_: int,
+        trees: Path,
+        *,
+        control_seed: int | None = None,
+        control_rows: int | None = None,
+    ) -> None:
         control = control_seed is not None
         name = f"round {round_} {'control-random data' if control else 'extract'}"
         super().__init__(ctx, name, ctx.run_dir / f"round-{round_}" / ("control-random/data" if control else "extract"))
-        self.trees, self.control_seed = trees, control_seed
+        self.trees, self.control_seed, self.control_rows = trees, control_seed, control_rows
         self.sft, self.kto, self.stats = self.folder / "sft.jsonl", self.folder / "kto.jsonl", self.folder / STATS_FILE
 
     def settings(self) -> dict[str, Any]:
@@ -28,6 +37,8 @@ class ExtractStage(Stage):
         config["agent"] = self.ctx.recipe.setup.agent
         if self.control_seed is not None:
             config["random_branch_seed"] = self.control_seed
+        if self.control_rows is not None:  # only when set, so earlier runs' manifests still match
+            config["random_rows_limit"] = self.control_rows
         return config
 
     def inputs(self) -> dict[str, Input]:
@@ -59,9 +70,12 @@ class ExtractStage(Stage):
         if setup.backend in ("hf", "vllm"):  # the policy's own tokenizer counts the harvested tokens
             count, counter = hf_token_counter(setup.model), setup.model
         if self.control_seed is not None:
-            seed = self.control_seed
-            stats = extract_random(self.trees, self.folder, spec, seed, count_tokens=count, counter_name=counter)
-            self.ctx.log(f"  {stats.sft} random branches from {stats.trees} trees ({stats.trimmed} trimmed)")
+            seed, limit = self.control_seed, self.control_rows
+            stats = extract_random(
+                self.trees, self.folder, spec, seed, count_tokens=count, counter_name=counter, limit=limit
+            )
+            matched = f", a random {stats.sft} of {stats.random_pool} to match JOSH's rows" if stats.random_pool else ""
+            self.ctx.log(f"  {stats.sft} random branches from {stats.trees} trees ({stats.trimmed} trimmed{matched})")
             return
         stats = extract(self.trees, self.folder, spec, count_tokens=count, counter_name=counter)
         self.ctx.log(
