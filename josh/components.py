@@ -25,7 +25,6 @@ from josh.runspec import RunSpec
 from josh.types import Task
 from josh.users import USERS, UserSimulator
 
-
 T = TypeVar("T")
 
 
