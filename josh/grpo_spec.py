@@ -32,3 +32,9 @@ class GRPOSpec(UserSpec, AgentSpec, EnvSpec):
     num_iterations: int = Field(1, ge=1, description="optimisation passes over each batch of rollouts")
     max_batch_size: int = Field(32, ge=1, description="rows in one generate call during rollouts")
     prefix_cache_tokens: int = Field(8192, ge=0, description="shared-prefix cache of one rollout batch (0: off)")
+    max_llm_calls: int | None = Field(
+        None,
+        ge=1,
+        description="stop after the step whose rollouts bring the LLM calls (agent and user, every process) to this "
+        "many: GRPO at a fixed cost, e.g. a JOSH search's",
+    )

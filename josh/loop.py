@@ -209,7 +209,7 @@ class Loop(OnlineArms):
         if recipe.tree is not None:
             models["tree"] = self.tree_arm(r, folder, rollouts, policy, policy_label)
         if recipe.grpo is not None:
-            models["grpo"] = self.grpo_arm(r, folder, policy_label)
+            models["grpo"] = self.grpo_arm(r, folder, rollouts, policy_label)
         if recipe.controls.random and (recipe.controls.rounds is None or r in recipe.controls.rounds):
             record.control = self._random_control(r, folder, rollouts, extracted, prior, start, policy_label)
         if recipe.accumulate:

@@ -6,7 +6,8 @@
 * **GRPO** (``grpo:``): online GRPO on the round's rollout tasks, in the same environment with the same agent and
   user simulator (the loop's ``setup``), from the start policy (the warm start, or the base model) in round 1 and
   from its own previous adapter afterwards: an independent line of training that spends its own LLM calls, which
-  the report counts beside the searches'.
+  the report counts beside the searches'. ``grpo_budget: search`` caps each round's GRPO at the LLM calls of that
+  round's search (``grpo.max_llm_calls``), so the arms are compared at the same cost.
 
 Layout: ``round-R/extract-tree/``, ``round-R/train-tree/``, ``round-R/eval-tree/``, ``round-R/train-grpo/``,
 ``round-R/eval-grpo/``.
@@ -14,6 +15,7 @@ Layout: ``round-R/extract-tree/``, ``round-R/train-tree/``, ``round-R/eval-tree/
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +50,14 @@ class OnlineArms:
             self.ctx.result.compare(model[1], f"round {r} JOSH-SFT", "tree vs SFT")
         return model
 
-    def grpo_arm(self, r: int, folder: Path, policy_label: str) -> Model | None:
+    def grpo_arm(self, r: int, folder: Path, rollouts: RolloutStage, policy_label: str) -> Model | None:
         """GRPO: online rollouts on the round's tasks, continuing its own line from the start policy."""
         recipe = self.recipe
         shared = set(EnvSpec.model_fields) | set(AgentSpec.model_fields) | set(UserSpec.model_fields)
         tasks = [t.id for t in rollout_tasks(self.ctx, r)]
         update = {**recipe.setup.model_dump(include=shared), "split": recipe.rollout.split, "task_ids": tasks}
+        if recipe.grpo_budget == "search":
+            update["max_llm_calls"] = search_calls(rollouts)
         arm = recipe.grpo.model_copy(update={"grpo": recipe.grpo.grpo.model_copy(update=update)})
         self.ctx.result.rounds[-1].grpo = folder / "train-grpo"
         train = self.train_stage(f"round {r} train-grpo", folder / "train-grpo", arm, [], "grpo", start=self.grpo_start)
@@ -63,3 +67,10 @@ class OnlineArms:
             self.ctx.result.compare(model[1], f"round {r} JOSH-SFT", "GRPO vs JOSH")
             self.ctx.result.compare(model[1], f"round {r} JOSH-tree", "GRPO vs tree")
         return model
+
+
+def search_calls(rollouts: RolloutStage) -> int | None:
+    """The LLM calls of a round's search (``None`` in a dry run, before it ran), at least 1 as a budget."""
+    if not rollouts.stats.is_file():
+        return None
+    return max(1, int(json.loads(rollouts.stats.read_text(encoding="utf-8")).get("llm_calls", 0)))

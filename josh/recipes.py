@@ -330,6 +330,12 @@ class LoopRecipe(_Strict):
     grpo: TrainRecipe | None = Field(
         None, description="the GRPO arm: online GRPO on each round's rollout tasks, from the start policy onwards"
     )
+    grpo_budget: Literal["recipe", "search"] = Field(
+        "recipe",
+        description="recipe: the GRPO arm trains as its recipe says (epochs, max_steps, grpo.max_llm_calls); search: "
+        "each round's GRPO stops once its rollouts used as many LLM calls as that round's search (raise its "
+        "optim.epochs if one pass over the tasks costs less)",
+    )
     advantages: AdvantageConfig = Field(default_factory=AdvantageConfig, description="tree arm: subtree reward")
     policy: Literal["sft", "kto", "tree", "grpo"] | None = Field(
         None, description="arm whose checkpoint runs the next round"
@@ -384,6 +390,8 @@ class LoopRecipe(_Strict):
                 "the tree and GRPO arms continue adapters of the base model, but policy kto with kto_from: sft is an "
                 "adapter of the merged SFT policy; use policy sft or kto_from: base"
             )
+        if self.grpo_budget == "search" and self.grpo is None:
+            raise ValueError("grpo_budget: search sets the GRPO arm's LLM-call budget: add a grpo arm")
         if self.controls.random and self.sft is None:
             raise ValueError("controls.random trains exactly like the SFT arm: add an sft arm")
         return self

@@ -106,6 +106,18 @@ def test_tree_and_grpo_arms_beside_sft_and_kto_with_their_costs(tmp_path: Path) 
     assert "tree rows (groups used / equal skipped)" in markdown
 
 
+def test_grpo_at_the_search_budget_gets_each_rounds_search_calls(tmp_path: Path) -> None:
+    trainer = OnlineTrainer()
+    Loop(online(tmp_path, rounds=2, grpo_budget="search"), trainer=trainer, builder=counted, progress=False).run()
+    for r in (1, 2):
+        folder = tmp_path / "scripted" / f"round-{r}"
+        searched = json.loads((folder / "rollouts" / "stats.json").read_text())["llm_calls"]
+        assert searched > 0 and trainer.recipes[str(folder / "train-grpo")].grpo.max_llm_calls == searched
+    plain = OnlineTrainer()
+    Loop(online(tmp_path / "plain"), trainer=plain, builder=counted, progress=False).run()
+    assert plain.recipes[str(tmp_path / "plain" / "scripted" / "round-1" / "train-grpo")].grpo.max_llm_calls is None
+
+
 def test_a_grpo_policy_searches_the_next_round(tmp_path: Path) -> None:
     Loop(online(tmp_path, rounds=2, policy="grpo"), trainer=OnlineTrainer(), builder=builder, progress=False).run()
     run_dir = tmp_path / "scripted"
@@ -130,6 +142,7 @@ def test_a_tree_arm_without_unequal_siblings_ends_with_a_note(tmp_path: Path) ->
         ({"kto_from": "sft", "policy": "kto"}, "use policy sft or kto_from: base"),
         ({"tree": {**ARM, "model": {"name": "other"}}}, "tree.model.name"),
         ({"policy": "tree", "tree": None}, "names an arm"),
+        ({"grpo": None, "grpo_budget": "search"}, "add a grpo arm"),
     ],
 )
 def test_bad_online_arm_settings_are_refused(tmp_path: Path, changes: dict[str, Any], message: str) -> None:

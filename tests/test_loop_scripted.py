@@ -143,5 +143,8 @@ def test_loop_recipe_files_load_and_unknown_keys_are_named(tmp_path: Path) -> No
     assert science.controls.random_rows == "match" and science.rollout.tasks == 60
     assert science.eval.limit == 50 and science.extract.trim_at_failure and demo.extract.trim_at_failure
     assert paper.rollout.search.max_beam == 8 and paper.rollout.search.branching == 2
+    arms = load_loop_recipe(root / "arms-cpu.yaml")
+    assert all(getattr(arms, arm) is not None for arm in ("sft", "kto", "tree", "grpo")) and arms.kto_from == "sft"
+    assert arms.grpo_budget == "search" and arms.tree.model.name == arms.grpo.model.name == arms.setup.model
     with pytest.raises(RecipeError, match="did you mean 'rounds'"):
         load_loop_recipe(root / "demo-cpu.yaml", ["round=2"])

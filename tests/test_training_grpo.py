@@ -58,3 +58,17 @@ def test_tiny_grpo_lowers_its_loss_on_its_rollouts_and_saves_a_loadable_adapter(
     config = json.loads((run_dir / "adapter_config.json").read_text())
     base = AutoModelForCausalLM.from_pretrained(resolve_model(config["base_model_name_or_path"]))
     assert isinstance(PeftModel.from_pretrained(base, run_dir), PeftModel)
+
+
+def test_grpo_stops_at_its_llm_call_budget(tmp_path) -> None:
+    from josh.training.runner import train
+
+    settings = [
+        f"output_dir={tmp_path}", "optim.per_device_batch_size=2", "grpo.limit=2", "grpo.max_turns=1",
+        "grpo.max_new_tokens=8", "grpo.agent_options={examples: 0, max_generations: 1}", "grpo.max_llm_calls=1",
+    ]  # fmt: skip
+    run_dir = train(load_recipe(ROOT / "recipes/tiny-grpo.yaml", settings), progress=False)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["global_step"] == 1  # two tasks, one per step: the first step's rollouts spent the budget
+    rollouts = metrics["rollouts"]
+    assert rollouts["stopped_at_budget"] and rollouts["max_llm_calls"] == 1 and rollouts["llm_calls"] >= 1

@@ -21,6 +21,7 @@ from typing import Any
 
 from josh.recipes import RecipeError, TrainRecipe
 from josh.training.config import base_arguments
+from josh.training.grpo_ledger import rollout_ledger
 from josh.training.model import lora_config
 
 NOT_IN_GRPO_CONFIG = ("max_length", "dataset_num_proc")
@@ -208,4 +209,15 @@ def build_trainer(
         rollout_func=rollout,
     )
     trainer.josh_rollouts = rollout.stats
+    budget = recipe.grpo.max_llm_calls
+    trainer.add_callback(rollout_ledger(rollout.stats, budget, lambda n: summed(trainer.accelerator, n)))
     return trainer
+
+
+def summed(accelerator: Any, n: int) -> int:
+    """``n`` summed over the training processes."""
+    if accelerator.num_processes == 1:
+        return n
+    import torch
+
+    return int(accelerator.reduce(torch.tensor([n], device=accelerator.device), reduction="sum").item())

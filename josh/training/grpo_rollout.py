@@ -115,6 +115,8 @@ class RolloutStats(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     wall_s: float = 0.0
+    max_llm_calls: int | None = None
+    stopped_at_budget: bool = False
 
     @property
     def mean_reward(self) -> float:
@@ -124,9 +126,13 @@ class RolloutStats(BaseModel):
     def line(self) -> str:
         """One line for the terminal."""
         skipped = ", ".join(f"{k} {v}" for k, v in self.skipped.items() if v) or "none"
+        budget = ""
+        if self.max_llm_calls is not None:
+            budget = f" (budget {self.max_llm_calls:,}{', reached' if self.stopped_at_budget else ''})"
         return (
             f"rollouts: {self.conversations} conversations, mean reward {self.mean_reward:.3f}, {self.llm_calls:,} LLM "
-            f"calls; skipped: {skipped}; {self.equal_groups} of {self.groups} groups had equal rewards and were skipped"
+            f"calls{budget}; skipped: {skipped}; {self.equal_groups} of {self.groups} groups had equal rewards and "
+            "were skipped"
         )
 
 
