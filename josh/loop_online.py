@@ -15,10 +15,10 @@ Layout: ``round-R/extract-tree/``, ``round-R/train-tree/``, ``round-R/eval-tree/
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from josh.rollout import RunStats
 from josh.runspec import AgentSpec, EnvSpec, UserSpec
 from josh.stages import RolloutStage, StageContext, TreeExtractStage, rollout_tasks
 
@@ -73,4 +73,4 @@ def search_calls(rollouts: RolloutStage) -> int | None:
     """The LLM calls of a round's search (``None`` in a dry run, before it ran), at least 1 as a budget."""
     if not rollouts.stats.is_file():
         return None
-    return max(1, int(json.loads(rollouts.stats.read_text(encoding="utf-8")).get("llm_calls", 0)))
+    return max(1, RunStats.model_validate_json(rollouts.stats.read_text(encoding="utf-8")).llm_calls)

@@ -27,8 +27,8 @@ def step(ledger, stats: RolloutStats, tmp_path: Path, state: TrainerState, calls
 
 
 def test_training_stops_after_the_step_that_reaches_the_budget(tmp_path: Path) -> None:
-    stats = RolloutStats()
-    ledger, state = rollout_ledger(stats, 10, lambda n: n), TrainerState()
+    stats = RolloutStats(max_llm_calls=10)
+    ledger, state = rollout_ledger(stats, lambda n: n), TrainerState()
     assert not step(ledger, stats, tmp_path, state, 4).should_training_stop
     assert not step(ledger, stats, tmp_path, state, 5).should_training_stop and not stats.stopped_at_budget
     assert step(ledger, stats, tmp_path, state, 4).should_training_stop  # 13 >= 10: this step finished, no more
@@ -37,21 +37,21 @@ def test_training_stops_after_the_step_that_reaches_the_budget(tmp_path: Path) -
 
 
 def test_the_budget_counts_every_process(tmp_path: Path) -> None:
-    stats = RolloutStats()
-    ledger, state = rollout_ledger(stats, 10, lambda n: 4 * n), TrainerState()  # four processes like this one
+    stats = RolloutStats(max_llm_calls=10)
+    ledger, state = rollout_ledger(stats, lambda n: 4 * n), TrainerState()  # four processes like this one
     assert step(ledger, stats, tmp_path, state, 3).should_training_stop
 
 
 def test_without_a_budget_nothing_stops(tmp_path: Path) -> None:
     stats = RolloutStats()
-    ledger, state = rollout_ledger(stats, None, lambda n: n), TrainerState()
+    ledger, state = rollout_ledger(stats, lambda n: n), TrainerState()
     assert not step(ledger, stats, tmp_path, state, 10_000).should_training_stop
     assert "budget" not in stats.line()
 
 
 def test_a_resumed_run_carries_the_tally_of_its_checkpoint(tmp_path: Path) -> None:
-    stats = RolloutStats()
-    ledger, state = rollout_ledger(stats, 100, lambda n: n), TrainerState()
+    stats = RolloutStats(max_llm_calls=100)
+    ledger, state = rollout_ledger(stats, lambda n: n), TrainerState()
     for _ in range(3):
         step(ledger, stats, tmp_path, state, 7)
         (tmp_path / f"checkpoint-{state.global_step}").mkdir()
@@ -60,12 +60,12 @@ def test_a_resumed_run_carries_the_tally_of_its_checkpoint(tmp_path: Path) -> No
     saved = tmp_path / "checkpoint-3" / "josh_rollouts-0.json"
     assert RolloutStats.model_validate_json(saved.read_text()).llm_calls == 21
 
-    fresh = RolloutStats()
-    resumed, state = rollout_ledger(fresh, 100, lambda n: n), TrainerState(global_step=3)
+    fresh = RolloutStats(max_llm_calls=100)
+    resumed, state = rollout_ledger(fresh, lambda n: n), TrainerState(global_step=3)
     resumed.on_train_begin(args(tmp_path), state, TrainerControl())
     assert (fresh.llm_calls, fresh.conversations, fresh.max_llm_calls) == (21, 6, 100)
-    other = RolloutStats()
-    rollout_ledger(other, 100, lambda n: n).on_train_begin(args(tmp_path, process=1), state, TrainerControl())
+    other = RolloutStats(max_llm_calls=100)
+    rollout_ledger(other, lambda n: n).on_train_begin(args(tmp_path, process=1), state, TrainerControl())
     assert other.llm_calls == 0  # another process reads only its own tally
 
 
@@ -73,5 +73,5 @@ def test_a_fresh_run_starts_from_zero_even_beside_old_checkpoints(tmp_path: Path
     (tmp_path / "checkpoint-0").mkdir()
     (tmp_path / "checkpoint-0" / "josh_rollouts-0.json").write_text(RolloutStats(llm_calls=99).model_dump_json())
     stats = RolloutStats()
-    rollout_ledger(stats, None, lambda n: n).on_train_begin(args(tmp_path), TrainerState(), TrainerControl())
+    rollout_ledger(stats, lambda n: n).on_train_begin(args(tmp_path), TrainerState(), TrainerControl())
     assert stats.llm_calls == 0

@@ -118,7 +118,7 @@ class ConversationRollout:
         self.tasks = {t.id: t for t in tasks}
         self.user_llm = self._user_llm()
         self.user = make_user(recipe.grpo.user, self.user_llm, **recipe.grpo.user_options)
-        self.stats = RolloutStats()
+        self.stats = RolloutStats(max_llm_calls=recipe.grpo.max_llm_calls)
         self.__name__ = "josh_conversations"
 
     def _user_llm(self) -> Any:
@@ -209,8 +209,7 @@ def build_trainer(
         rollout_func=rollout,
     )
     trainer.josh_rollouts = rollout.stats
-    budget = recipe.grpo.max_llm_calls
-    trainer.add_callback(rollout_ledger(rollout.stats, budget, lambda n: summed(trainer.accelerator, n)))
+    trainer.add_callback(rollout_ledger(rollout.stats, lambda n: summed(trainer.accelerator, n)))
     return trainer
 
 

@@ -1,11 +1,11 @@
 """The GRPO rollout ledger: what the online rollouts cost, kept across checkpoints, and the LLM-call budget.
 
 ``RolloutStats`` (``josh.training.grpo_rollout``) counts the conversations, LLM calls and skips of this process.
-The ledger is a ``TrainerCallback`` that writes them into every checkpoint and reads them
-back when training resumes (one file per process, ``josh_rollouts-<process>.json``), so ``metrics.json`` counts the whole run, not only its last stretch. With
-``grpo.max_llm_calls`` it also stops training after the step whose rollouts bring the calls of all processes to the
-budget (that step finishes: the overshoot is at most one step's calls), which is how GRPO is run at the cost of a
-JOSH search.
+The ledger is a ``TrainerCallback`` that writes them into every checkpoint and reads them back when training resumes
+(one file per process, ``josh_rollouts-<process>.json``), so ``metrics.json`` counts the whole run, not only its last
+stretch. With a budget (``RolloutStats.max_llm_calls``, from ``grpo.max_llm_calls``) it also stops training after the
+step whose rollouts bring the calls of all processes to it (that step finishes: the overshoot is at most one step's
+calls), which is how GRPO is run at the cost of a JOSH search.
 """
 
 from __future__ import annotations
@@ -22,18 +22,17 @@ def ledger_file(args: Any, state: Any) -> Path:
 
 
 def restore(stats: RolloutStats, saved: Path) -> None:
-    """Load the tally written into a checkpoint into ``stats`` (in place: the rollout function holds it)."""
+    """Load the tally written into a checkpoint into ``stats`` (in place: the rollout function holds it); the budget
+    stays the current recipe's."""
     loaded = RolloutStats.model_validate_json(saved.read_text(encoding="utf-8"))
     for name in RolloutStats.model_fields:
         if name != "max_llm_calls":
             setattr(stats, name, getattr(loaded, name))
 
 
-def rollout_ledger(stats: RolloutStats, budget: int | None, total_calls: Any) -> Any:
+def rollout_ledger(stats: RolloutStats, total_calls: Any) -> Any:
     """The callback; ``total_calls(n)`` sums this process's ``n`` over all processes."""
     from transformers import TrainerCallback
-
-    stats.max_llm_calls = budget
 
     class RolloutLedger(TrainerCallback):
         def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
@@ -42,6 +41,7 @@ def rollout_ledger(stats: RolloutStats, budget: int | None, total_calls: Any) ->
                 restore(stats, saved)
 
         def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> None:
+            budget = stats.max_llm_calls
             if budget is not None and total_calls(stats.llm_calls) >= budget:
                 stats.stopped_at_budget = True
                 control.should_training_stop = True
