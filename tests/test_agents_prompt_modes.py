@@ -93,3 +93,40 @@ def test_eval_takes_agent_options_from_the_cli(tmp_path):
     assert ok.exit_code == 0, ok.output
     bad = CliRunner().invoke(app, [*base, "--agent-option", "bogus=1", "--out", str(tmp_path / "b")])
     assert bad.exit_code == 2 and "unknown option bogus for the act agent" in bad.output
+
+
+@pytest.mark.parametrize("protocol", ["act", "react"])
+def test_tool_listing_modes_shorten_the_prompt_and_keep_the_tools_vocabulary(mini_env, protocol):
+    task = mini_env.tasks("test")[0]
+    prompts = {
+        mode: make_agent(protocol, mini_env, RecordingLLM([REPLY]), examples=0, tool_listing=mode).system_prompt(task)
+        for mode in ("full", "brief", "none")
+    }
+    assert len(prompts["none"]) < len(prompts["brief"]) < len(prompts["full"])
+    hotel = next(t.get("function", t) for t in mini_env.tools if t.get("function", t)["name"] == "search_hotel")
+    keys = list(hotel["parameters"]["properties"])
+    assert f"search_hotel({', '.join(keys)})" in prompts["brief"].splitlines()
+    assert "guesthouse" in prompts["full"] and "guesthouse" not in prompts["brief"]
+    assert hotel["description"].splitlines()[0] in prompts["full"] and hotel["description"] not in prompts["brief"]
+    assert "search_hotel" not in prompts["none"] and "Tools (" not in prompts["none"]
+    domain = mini_env.system_prompt(task).strip()
+    assert all(domain in text for text in prompts.values())
+
+
+def test_tool_listing_is_refused_where_the_backend_gets_the_tools(mini_env):
+    with pytest.raises(ValueError, match="drop the tool_listing option"):
+        make_agent("function_calling", mini_env, RecordingLLM([REPLY]), tool_listing="brief")
+    assert make_agent("function_calling", mini_env, RecordingLLM([REPLY]), tool_listing="full").llm_tools
+
+
+def test_a_bad_tool_listing_is_a_clear_cli_error(tmp_path):
+    from typer.testing import CliRunner
+
+    from josh.cli import app
+
+    reply = 'Action: {"name": "respond", "arguments": {"content": "hi"}}'
+    base = ["eval", "--agent", "act", "--backend", "scripted", "--model", "x", "--llm-option", f"replies=['{reply}']"]
+    base += ["--limit", "1", "--no-progress", "--out", str(tmp_path / "a")]
+    bad = CliRunner().invoke(app, [*base, "--agent-option", "tool_listing=short"])
+    assert bad.exit_code == 2 and "bad option tool_listing='short'" in bad.output
+    assert not (tmp_path / "a").exists()

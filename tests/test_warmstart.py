@@ -63,6 +63,14 @@ def test_act_rows_are_what_the_agent_sees(mini_env, tmp_path: Path) -> None:
     assert json.loads((tmp_path / "warmstart_stats.json").read_text())["rows"] == 5
 
 
+def test_rows_carry_the_agents_tool_listing(mini_env, tmp_path: Path) -> None:
+    agent = agent_prompt("act", mini_env, examples=0, tool_listing="brief")
+    warm_start(mini_env, mini_env.tasks("train"), agent, tmp_path, WarmStartConfig(tasks=2))
+    rows = [json.loads(line) for line in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    system = rows[0]["messages"][0]["content"]
+    assert system == agent.system_prompt(mini_env.tasks("train")[0]) and "Tools (name: arguments):" in system
+
+
 def test_function_calling_rows_carry_native_calls_and_tools(mini_env, tmp_path: Path) -> None:
     agent = agent_prompt("function_calling", mini_env)
     warm_start(mini_env, mini_env.tasks("train"), agent, tmp_path, WarmStartConfig(tasks=3))

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from josh.agents.base import AgentTurn, PromptFrame
 from josh.agents.parsing import ReadCall
-from josh.agents.prompting import examples, render
+from josh.agents.prompting import ToolListing, examples, render
 from josh.agents.protocol import AgentProtocol
 from josh.envs.base import ConversationState, Env
 from josh.llm.base import LLM, Completion, LLMError, Sampling
@@ -41,6 +41,11 @@ class AgentConfig(BaseModel):
     constrain: bool = Field(
         False, description="decode every output under the protocol's grammar over the tools' JSON schemas"
     )
+    tool_listing: ToolListing = Field(
+        "full",
+        description="tools in the system prompt: full (arguments, allowed values, descriptions), brief (name and "
+        "argument keys), none (the grammar of constrain alone tells the model the tools)",
+    )
 
     @classmethod
     def of(cls, protocol: str, options: dict[str, Any]) -> AgentConfig:
@@ -59,6 +64,8 @@ class AgentPrompt:
         self.protocol = protocol
         self.env = env
         self.config = config or AgentConfig()
+        if protocol.native_tools and self.config.tool_listing != "full":
+            raise ValueError(f"the {protocol.name} agent passes its tools to the backend; drop the tool_listing option")
         chosen = examples(env.name)[: self.config.examples]
         as_turns = self.config.examples_as_turns
         shown = "\n\n".join(protocol.example(e) for e in chosen)
@@ -78,6 +85,7 @@ class AgentPrompt:
             tools=self.env.tools,
             domain=self.env.system_prompt(task),
             example_text=self._example_text,
+            listing=self.config.tool_listing,
         )
 
     def preamble(self) -> list[Message]:

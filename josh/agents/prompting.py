@@ -8,7 +8,7 @@ import importlib.resources
 import json
 import re
 from string import Template
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel
@@ -71,13 +71,34 @@ def compact_tool(tool: dict[str, Any]) -> str:
     return f"{fn.get('name', '?')}({', '.join(args)}){tail}"
 
 
+def brief_tool(tool: dict[str, Any]) -> str:
+    """``name(arg, arg)``: the signature alone, for decoders whose grammar supplies allowed values."""
+    fn = _function(tool)
+    keys = ((fn.get("parameters") or {}).get("properties") or {}).keys()
+    return f"{fn.get('name', '?')}({', '.join(keys)})"
+
+
 def compact_tools(tools: list[dict[str, Any]]) -> str:
     return "\n".join(compact_tool(t) for t in tools)
 
 
-def render(prompt: Template, *, tools: list[dict[str, Any]], domain: str, example_text: str) -> str:
+ToolListing = Literal["full", "brief", "none"]
+
+
+def tool_listing(tools: list[dict[str, Any]], mode: ToolListing = "full") -> str:
+    """The prompt's tool section: ``full`` (arguments, allowed values, descriptions), ``brief`` (signatures), ``none``."""
+    if mode == "none" or not tools:
+        return ""
+    if mode == "brief":
+        return "Tools (name: arguments):\n" + "\n".join(brief_tool(t) for t in tools)
+    return "Tools (name: arguments; a|b lists the allowed values):\n" + compact_tools(tools)
+
+
+def render(
+    prompt: Template, *, tools: list[dict[str, Any]], domain: str, example_text: str, listing: ToolListing = "full"
+) -> str:
     """Fill a protocol's prompt template; blank runs left by empty sections collapse to one blank line."""
-    text = prompt.substitute(tools=compact_tools(tools), domain=domain.strip(), examples=example_text.strip())
+    text = prompt.substitute(tools=tool_listing(tools, listing), domain=domain.strip(), examples=example_text.strip())
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
