@@ -143,10 +143,10 @@ class ReactProtocol(AgentProtocol):
         return [" ".join(f"APICALL {dump({'name': c.name, 'parameters': c.arguments})} {END_MARKER}" for c in calls)]
 
     def reply_text(self, reply: str) -> str:
-        return f"SPEAK {reply} {END_MARKER}"
+        return _command("SPEAK", reply)
 
     def example_thought(self, thought: str) -> str | None:
-        return f"PLAN {thought} {END_MARKER}"
+        return _command("PLAN", thought)
 
     def grammar(self, tools: list[dict[str, Any]]) -> str | None:
         return react_grammar(tools)
@@ -165,3 +165,9 @@ class ReactProtocol(AgentProtocol):
             else:
                 steps.append(Step("plan" if command.kind == "PLAN" else "speak", command.body))
         return steps
+
+
+def _command(kind: str, words: str) -> str:
+    """``KIND words <COMMAND_END>``; words that open with a colon get one written before them, which the reader drops."""
+    lead = ": " if words.lstrip().startswith(":") else " "
+    return f"{kind}{lead}{words} {END_MARKER}"
