@@ -78,20 +78,16 @@ def brief_tool(tool: dict[str, Any]) -> str:
     return f"{fn.get('name', '?')}({', '.join(keys)})"
 
 
-def compact_tools(tools: list[dict[str, Any]]) -> str:
-    return "\n".join(compact_tool(t) for t in tools)
-
-
 ToolListing = Literal["full", "brief", "none"]
 
 
 def tool_listing(tools: list[dict[str, Any]], mode: ToolListing = "full") -> str:
-    """The prompt's tool section: ``full`` (arguments, allowed values, descriptions), ``brief`` (signatures), ``none``."""
+    """The prompt's tool section: ``full`` (``compact_tool`` lines), ``brief`` (``brief_tool`` lines) or ``none``."""
     if mode == "none" or not tools:
         return ""
     if mode == "brief":
         return "Tools (name: arguments):\n" + "\n".join(brief_tool(t) for t in tools)
-    return "Tools (name: arguments; a|b lists the allowed values):\n" + compact_tools(tools)
+    return "Tools (name: arguments; a|b lists the allowed values):\n" + "\n".join(compact_tool(t) for t in tools)
 
 
 def render(

@@ -140,7 +140,7 @@ class ReactProtocol(AgentProtocol):
         return parse_react(completion.text, max_calls=max_calls)
 
     def call_texts(self, calls: Sequence[ToolCall]) -> list[str]:
-        return [" ".join(f"APICALL {dump({'name': c.name, 'parameters': c.arguments})} {END_MARKER}" for c in calls)]
+        return [" ".join(_command("APICALL", dump({"name": c.name, "parameters": c.arguments})) for c in calls)]
 
     def reply_text(self, reply: str) -> str:
         return _command("SPEAK", reply)
@@ -168,6 +168,6 @@ class ReactProtocol(AgentProtocol):
 
 
 def _command(kind: str, words: str) -> str:
-    """``KIND words <COMMAND_END>``; words that open with a colon get one written before them, which the reader drops."""
+    """``KIND words <COMMAND_END>``; words opening with a colon get one written before them, which the reader drops."""
     lead = ": " if words.lstrip().startswith(":") else " "
     return f"{kind}{lead}{words} {END_MARKER}"
