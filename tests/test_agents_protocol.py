@@ -9,6 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from josh.agents import protocol_named
+from josh.agents.parsing import unfence
 from josh.agents.prompting import examples
 from josh.llm.base import Completion
 from josh.types import ToolCall, assistant, tool_result, user
@@ -21,14 +22,26 @@ _WORDS = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, m
 @given(name=st.sampled_from(NAMES), reply=_WORDS, value=st.text(max_size=20))
 @example(name="react", reply=":", value="")  # the reader drops a colon after SPEAK, so the writer must add one
 @example(name="react", reply=" : no", value=":")
+@example(name="react", reply="0", value="<COMMAND_END>")  # the marker inside a call's JSON is escaped
+@example(name="function_calling", reply="{", value="")  # text opening with "{" is a call attempt, not a reply
 def test_every_protocol_reads_back_what_it_writes(name: str, reply: str, value: str) -> None:
     protocol = protocol_named(name)
     call = ToolCall(name="find", arguments={"q": value})
     [text] = protocol.call_texts([call])
     parsed = protocol.parse(Completion(text=text))
     assert [(c.call.name, c.call.arguments) for c in parsed.calls] == [("find", {"q": value})]
-    if "<COMMAND_END>" not in reply:
-        assert protocol.parse(Completion(text=protocol.reply_text(reply))).reply == reply.strip()
+    if "<COMMAND_END>" in reply or (name == "function_calling" and _reads_as_call(reply)):
+        return
+    assert protocol.parse(Completion(text=protocol.reply_text(reply))).reply == reply.strip()
+
+
+def _reads_as_call(text: str) -> bool:
+    return unfence(text).lstrip().startswith("{") or "<tool_call>" in text
+
+
+def test_function_calling_reads_text_opening_with_a_brace_as_a_call_attempt() -> None:
+    parsed = protocol_named("function_calling").parse(Completion(text="{"))
+    assert parsed.reply is None and parsed.error is not None and "not valid JSON" in (parsed.problem or "")
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -3,7 +3,8 @@
 
 An output whose call has no readable function name is logged as plain text and answered with a ``user``
 feedback message (a nameless tool call cannot be sent back to an OpenAI-compatible server); a named call whose
-arguments are not a JSON object gets an error ``tool`` result instead.
+arguments are not a JSON object gets an error ``tool`` result instead. Text that opens with ``{`` (fenced or not) is
+read as a call attempt, so a reply to the user cannot open with a brace.
 """
 
 from __future__ import annotations

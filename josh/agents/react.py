@@ -140,7 +140,7 @@ class ReactProtocol(AgentProtocol):
         return parse_react(completion.text, max_calls=max_calls)
 
     def call_texts(self, calls: Sequence[ToolCall]) -> list[str]:
-        return [" ".join(_command("APICALL", dump({"name": c.name, "parameters": c.arguments})) for c in calls)]
+        return [" ".join(_command("APICALL", _call_json(c)) for c in calls)]
 
     def reply_text(self, reply: str) -> str:
         return _command("SPEAK", reply)
@@ -165,6 +165,11 @@ class ReactProtocol(AgentProtocol):
             else:
                 steps.append(Step("plan" if command.kind == "PLAN" else "speak", command.body))
         return steps
+
+
+def _call_json(call: ToolCall) -> str:
+    """The call as JSON, with the end marker escaped inside strings (``\\u003c`` reads back as ``<``)."""
+    return dump({"name": call.name, "parameters": call.arguments}).replace(END_MARKER, "\\u003c" + END_MARKER[1:])
 
 
 def _command(kind: str, words: str) -> str:
