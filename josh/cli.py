@@ -273,6 +273,28 @@ def report_(
         print_loop_report(report, Console())
 
 
+@app.command("compare")
+@reports_errors
+def compare_(
+    models: list[str] = typer.Argument(
+        ...,
+        help="LABEL=EVAL_DIR[,EVAL_DIR...] per model (several folders: pooled, e.g. training seeds); first = baseline",
+    ),
+    baseline: str = typer.Option(None, "--baseline", help="the label to compare every other model with"),
+    as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON instead of the tables"),
+) -> None:
+    """Paired per-task comparison of finished evaluations, pooling several evaluations (seeds) per model."""
+    from rich.console import Console
+
+    from josh.compare import compare_evaluations, print_compare
+
+    report = compare_evaluations(models, baseline)
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        print_compare(report, Console())
+
+
 @app.command()
 @reports_errors
 def demo(
