@@ -58,6 +58,7 @@ from josh.stages import (
 from josh.warmstart import WarmStartConfig
 
 RETRAIN_SEED_OFFSET = 1000  # control-retrain's training seed, past the warm start's
+TRAIN_SEED_STEP = 100  # train_seeds: the k-th further training seed of a model is its seed + k * TRAIN_SEED_STEP
 Model = tuple[Path, str]  # an evaluated adapter and its label
 
 
@@ -120,6 +121,7 @@ class Loop(OnlineArms):
             if train.adapter is None:
                 raise ValueError(f"the warm start could not be trained: {train.why_ended()}")
             self.evaluate("warm start", 0, round0 / "warmstart" / "eval", train.adapter, "warm start")
+            self.seed_variants("warm start", round0 / "warmstart" / "train", round0 / "warmstart" / "eval", [warm])
             self.result.compare("warm start", "base", "warm start")
             self.policy, self.policy_label = train.adapter, "warm start"
         start = self.policy_label
@@ -232,7 +234,10 @@ class Loop(OnlineArms):
         train = self.train_stage(
             f"round {r} train-sft", folder / "train-sft", self.recipe.sft, rows, "sft", start=start
         )
-        return self._evaluate_arm(r, "JOSH-SFT", train, folder / "eval-sft", policy_label)
+        model = self._evaluate_arm(r, "JOSH-SFT", train, folder / "eval-sft", policy_label)
+        if model is not None:
+            self.seed_variants(model[1], folder / "train-sft", folder / "eval-sft", rows, start=start)
+        return model
 
     def _kto_arm(
         self, r: int, folder: Path, extracted: ExtractStage, sft: Model | None, policy_label: str
@@ -282,6 +287,8 @@ class Loop(OnlineArms):
         train = self.train_stage(name, folder / "control-random" / "train", self.recipe.sft, rows, "sft", start=start)
         model = self._evaluate_arm(r, "control-random", train, folder / "control-random" / "eval", None)
         if model is not None:
+            control = folder / "control-random"
+            self.seed_variants(model[1], control / "train", control / "eval", rows, start=start)
             self.result.compare(model[1], policy_label, "control")
             self.result.compare(f"round {r} JOSH-SFT", model[1], "JOSH vs control")
         return data.folder
@@ -301,6 +308,24 @@ class Loop(OnlineArms):
             return
         self.evaluate("control-retrain", 0, folder / "eval", train.adapter, "control-retrain")
         self.result.compare("control-retrain", start, "noise floor")
+
+    def seed_variants(self, label: str, train: Path, evaluation: Path, rows: list[Path], **how: Any) -> None:
+        """``train_seeds``: the SFT-recipe model ``label`` trained and evaluated again at each further training seed
+        (its rows reshuffled) into ``<train>-seed<k>/`` and ``<evaluation>-seed<k>/``; the report pools them."""
+        assert self.recipe.sft is not None
+        entry = next(e for e in self.result.evaluated if e.label == label)
+        for k in range(1, self.recipe.train_seeds):
+            name, suffix = f"{label} train (seed {k})", f"-seed{k}"
+            stage = self.train_stage(
+                name, train.with_name(train.name + suffix), self.recipe.sft, rows, "sft",
+                seed_offset=k * TRAIN_SEED_STEP, shuffle=True, **how,
+            )  # fmt: skip
+            if stage.adapter is None:
+                self.note(entry.arm, entry.round, f"training seed {k} could not be trained: {stage.why_ended()}")
+                continue
+            folder = evaluation.with_name(evaluation.name + suffix)
+            self.ctx.execute(EvalStage(self.ctx, f"{label} (seed {k})", folder, stage.adapter))
+            entry.seeds.append(folder)
 
     def _evaluate_arm(
         self, r: int, arm: str, train: TrainStage, folder: Path, policy_label: str | None

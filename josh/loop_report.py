@@ -19,7 +19,7 @@ from josh.evaluate import RESULTS, SUMMARY
 from josh.extract import STATS_FILE as EXTRACT_STATS
 from josh.jsonl import iter_jsonl
 from josh.loop_result import LoopResult, RoundRecord
-from josh.metrics import Interval, Summary, paired_difference
+from josh.metrics import Interval, Summary, bootstrap, paired_difference
 from josh.rollout import STATS_FILE as ROLLOUT_STATS
 from josh.training.runner import METRICS
 
@@ -27,7 +27,8 @@ REPORT_JSON = "report.json"
 
 
 class ModelEntry(BaseModel):
-    """One evaluated model: its metrics and its rewards per task (one value per trial)."""
+    """One evaluated model: its metrics and its rewards per task (one value per trial; with ``train_seeds``, one per
+    training seed, each that seed's mean over its trials, and the summary's average reward pooled over them)."""
 
     label: str
     arm: str
@@ -35,6 +36,7 @@ class ModelEntry(BaseModel):
     folder: str
     summary: Summary
     per_task: dict[str, list[float]] = Field(default_factory=dict)
+    seed_rewards: list[float] = Field(default_factory=list, description="each training seed's average reward")
 
 
 class ComparisonEntry(BaseModel):
@@ -147,6 +149,16 @@ def task_rewards(folder: Path) -> dict[str, list[float]]:
     return rewards
 
 
+def pooled_task_rewards(folders: list[Path]) -> tuple[dict[str, list[float]], list[float]]:
+    """One reward per evaluation folder for each task every folder finished (a folder's trials averaged), and each
+    folder's mean over those tasks."""
+    runs = [{t: sum(v) / len(v) for t, v in task_rewards(f).items()} for f in folders]
+    shared = sorted(set.intersection(*(set(r) for r in runs)))
+    per_task = {t: [r[t] for r in runs] for t in shared}
+    means = [sum(r[t] for t in shared) / len(shared) if shared else 0.0 for r in runs]
+    return per_task, means
+
+
 def compare(after: ModelEntry, before: ModelEntry, role: str) -> ComparisonEntry:
     """``after`` minus ``before``, paired per task."""
     result = paired_difference(before.per_task, after.per_task)
@@ -161,17 +173,18 @@ def _models(result: LoopResult) -> list[ModelEntry]:
     models = []
     for item in result.evaluated:
         data = _read_json(Path(item.folder) / SUMMARY)
-        if data is not None:
-            models.append(
-                ModelEntry(
-                    label=item.label,
-                    arm=item.arm,
-                    round=item.round,
-                    folder=str(item.folder),
-                    summary=Summary(**data),
-                    per_task=task_rewards(Path(item.folder)),
-                )  # fmt: skip
-            )
+        if data is None:
+            continue
+        entry = ModelEntry(
+            label=item.label, arm=item.arm, round=item.round, folder=str(item.folder), summary=Summary(**data),
+            per_task=task_rewards(Path(item.folder)),
+        )  # fmt: skip
+        seeds = [f for f in item.seeds if (f / SUMMARY).is_file()]
+        if seeds:
+            entry.per_task, entry.seed_rewards = pooled_task_rewards([Path(item.folder), *seeds])
+            pooled = bootstrap(list(entry.per_task.values()))
+            entry.summary = entry.summary.model_copy(update={"average_reward": pooled})
+        models.append(entry)
     return models
 
 

@@ -15,6 +15,7 @@ class Evaluated:
     round: int
     folder: Path
     arm: str = ""
+    seeds: list[Path] = field(default_factory=list)  # evaluations of the same model at further training seeds
 
 
 @dataclass

@@ -314,6 +314,12 @@ class LoopRecipe(_Strict):
         "sampling and the arms' own seeds",
     )
     seeds: int = Field(1, ge=1, description="independent runs with seeds seed, seed+1, ... (from 0 when seed is unset)")
+    train_seeds: int = Field(
+        1,
+        ge=1,
+        description="train and evaluate each SFT-recipe model (warm start, JOSH-SFT, control-random) at this many "
+        "training seeds over the same rows (reshuffled); the report pools their rewards per task",
+    )
     setup: RunSpec = Field(
         default_factory=RunSpec,
         description="the run spec, as `josh eval` / `josh rollout` take it; model: the base policy",

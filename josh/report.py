@@ -87,6 +87,13 @@ def headline_text(report: LoopReport) -> str:
     return f"JOSH increment: none ({reasons[0] if reasons else 'no JOSH model was evaluated'})"
 
 
+def model_name(m: ModelEntry) -> str:
+    """The model's label, with its training seeds' rewards when its average reward pools several."""
+    if not m.seed_rewards:
+        return m.label
+    return f"{m.label} ({len(m.seed_rewards)} training seeds: {', '.join(f'{r:.3f}' for r in m.seed_rewards)})"
+
+
 def model_rows(models: list[ModelEntry]) -> tuple[list[str], list[list[str]]]:
     """Reward, success, pass^k, error shares and cost of every evaluated model."""
     ks = sorted({k for m in models for k in m.summary.pass_k})
@@ -96,7 +103,7 @@ def model_rows(models: list[ModelEntry]) -> tuple[list[str], list[list[str]]]:
     for m in models:
         s = m.summary
         rows.append(
-            [m.label, str(m.round), fmt_interval(s.average_reward), fmt_interval(s.success_rate)]
+            [model_name(m), str(m.round), fmt_interval(s.average_reward), fmt_interval(s.success_rate)]
             + [f"{s.pass_k.get(k, 0.0):.3f}" for k in ks]
             + [f"{s.malformed_share:.1%}", f"{s.bad_api_use_share:.1%}", f"{s.llm_calls:,}"]
             + [f"{s.prompt_tokens + s.completion_tokens:,}", f"{s.wall_s:.0f} s"]
@@ -184,7 +191,13 @@ def write_loop_markdown(report: LoopReport, run_dir: Path) -> Path:
         first = models[0].summary
         lines += [
             f"Every model is evaluated on the same {first.tasks} held-out tasks x {first.trials} trial(s). Intervals "
-            "are 95% percentile bootstrap intervals over tasks.",
+            "are 95% percentile bootstrap intervals over tasks."
+            + (
+                " A model trained at several training seeds (`train_seeds`) has its average reward, and every "
+                "comparison, pooled per task over its seeds; its other metrics are those of its first seed."
+                if any(m.seed_rewards for m in models)
+                else ""
+            ),
             "",
             *_md_table(*model_rows(models)),
             "",

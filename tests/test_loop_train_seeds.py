@@ -1,0 +1,78 @@
+"""``train_seeds``: each SFT-recipe model of the scripted loop trained and evaluated at further training seeds, and
+the report pooling their rewards per task."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from josh.components import ComponentOptions, Components
+from josh.loop import TRAIN_SEED_STEP, Loop
+from josh.seeds import rebuild
+from tests.fakes import RecordingTrainer, builder, lines, recipe
+
+
+def run_loop(tmp_path: Path, trainer: RecordingTrainer, searched: list[str] | None = None) -> Path:
+    """The scripted loop at 3 training seeds with the random control; ``searched`` gets the models that searched."""
+
+    def recording(options: ComponentOptions) -> Components:
+        if options.split == "train" and searched is not None:
+            searched.append(str(options.model))
+        return builder(options)
+
+    changes = {"kto": None, "train_seeds": 3, "controls": {"random": True}}
+    Loop(recipe(tmp_path, **changes), trainer=trainer, builder=recording, progress=False).run()
+    return tmp_path / "scripted"
+
+
+def test_each_sft_model_is_trained_again_at_shifted_seeds_on_reshuffled_rows(tmp_path: Path) -> None:
+    trainer, searched = RecordingTrainer(), []
+    run_dir = run_loop(tmp_path, trainer, searched)
+    for train in ("round-0/warmstart/train", "round-1/train-sft", "round-1/control-random/train"):
+        first = trainer.recipes[str(run_dir / train)]
+        for k in (1, 2):
+            again = trainer.recipes[str(run_dir / f"{train}-seed{k}")]
+            assert again.seed == first.seed + k * TRAIN_SEED_STEP and again.optim == first.optim
+            assert sorted(lines(Path(again.data))) == sorted(lines(Path(first.data)))
+            evaluation = (run_dir / train).parent / ("eval-sft" if train.endswith("sft") else "eval")
+            assert (evaluation.with_name(evaluation.name + f"-seed{k}") / "summary.json").is_file()
+    assert set(searched) == {str(run_dir / "round-0" / "warmstart" / "train")}  # the first seed's model searches
+    calls = len(trainer.calls)
+    run_loop(tmp_path, trainer)
+    assert len(trainer.calls) == calls  # a rerun finds every seed done
+
+
+def test_the_report_pools_a_models_rewards_per_task_over_its_training_seeds(tmp_path: Path) -> None:
+    run_dir = run_loop(tmp_path, RecordingTrainer())
+    warm = run_dir / "round-0" / "warmstart"
+    results = warm / "eval-seed1" / "results.jsonl"
+    records = [json.loads(line) for line in lines(results)]
+    results.write_text("".join(json.dumps({**r, "reward": 0.0}) + "\n" for r in records))  # seed 1 scores nothing
+
+    report = rebuild(run_dir)
+    first = {}
+    for line in lines(warm / "eval" / "results.jsonl"):
+        record = json.loads(line)
+        first.setdefault(record["task_id"], []).append(record["reward"])
+    entry = report.model("warm start")
+    assert set(entry.per_task) == set(first)
+    for task, rewards in first.items():
+        assert entry.per_task[task][:2] == [pytest.approx(statistics.fmean(rewards)), 0.0]
+    assert len(entry.seed_rewards) == 3 and entry.seed_rewards[1] == 0.0
+    expected = statistics.fmean(statistics.fmean(v) for v in entry.per_task.values())
+    assert entry.summary.average_reward.mean == pytest.approx(expected)
+    assert entry.summary.average_reward.mean == pytest.approx(statistics.fmean(entry.seed_rewards))
+    headline = report.headline
+    josh = report.model(headline.model)
+    diffs = [statistics.fmean(josh.per_task[t]) - statistics.fmean(entry.per_task[t]) for t in entry.per_task]
+    assert headline.baseline == "warm start" and headline.difference == pytest.approx(statistics.fmean(diffs))
+    markdown = (run_dir / "report.md").read_text()
+    assert "warm start (3 training seeds: " in markdown and "pooled per task over its seeds" in markdown
+
+
+def test_train_seeds_below_one_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="train_seeds"):
+        recipe(tmp_path, train_seeds=0)
