@@ -20,6 +20,7 @@ from rich.table import Table
 
 from josh.evaluate import RESULTS, SUMMARY
 from josh.jsonl import iter_jsonl
+from josh.loop_report import ComparisonEntry
 from josh.metrics import Interval, bootstrap, paired_difference
 
 LABEL = re.compile(r"[A-Za-z0-9_.+-]+")
@@ -41,25 +42,12 @@ class ModelRewards(BaseModel):
     per_task: dict[str, float] = Field(default_factory=dict)
 
 
-class Comparison(BaseModel):
-    """``model`` minus ``baseline``, paired per task."""
-
-    model: str
-    baseline: str
-    difference: float
-    low: float
-    high: float
-    tasks: int
-    better: int
-    worse: int
-
-
 class CompareReport(BaseModel):
     """What ``josh compare`` prints (``--json`` prints this model)."""
 
     baseline: str
     models: list[ModelRewards]
-    comparisons: list[Comparison]
+    comparisons: list[ComparisonEntry]
     notes: list[str] = Field(default_factory=list)
 
 
@@ -107,7 +95,7 @@ def pooled(label: str, paths: list[str]) -> ModelRewards:
     )  # fmt: skip
 
 
-def compare_models(after: ModelRewards, before: ModelRewards) -> Comparison:
+def compare_models(after: ModelRewards, before: ModelRewards) -> ComparisonEntry:
     """``after`` minus ``before`` on the tasks both have."""
     result = paired_difference(
         {t: [v] for t, v in before.per_task.items()}, {t: [v] for t, v in after.per_task.items()}
@@ -115,8 +103,8 @@ def compare_models(after: ModelRewards, before: ModelRewards) -> Comparison:
     if result.tasks == 0:
         raise CompareError(f"{after.label} and {before.label} share no task; were they evaluated on the same split?")
     d = result.difference
-    return Comparison(
-        model=after.label, baseline=before.label, difference=d.mean, low=d.low, high=d.high,
+    return ComparisonEntry(
+        model=after.label, baseline=before.label, role="vs baseline", difference=d.mean, low=d.low, high=d.high,
         tasks=result.tasks, better=result.better, worse=result.worse,
     )  # fmt: skip
 

@@ -15,6 +15,7 @@ and/or KTO → evaluation on the same held-out tasks, optional controls, and a r
     round-R/train-kto/ eval-kto/     the KTO arm: JOSH-KTO on the base, or JOSH-SFT+KTO on merge-sft
     round-R/control-random/data/ train/ eval/   one random branch per tree instead of the ideal path
     round-R/extract-tree/ train-tree/ eval-tree/ train-grpo/ eval-grpo/   the tree and GRPO arms (josh.loop_online)
+    <train>-seed<k>/ <eval>-seed<k>/ an SFT-recipe model at its k-th further training seed (train_seeds)
     report.md, report.json, plots/
 
 The SFT arm is retrained from the base model each round on the warm-start rows plus every round's ideal paths so
