@@ -45,6 +45,7 @@ def test_real_loop_on_a_tiny_slice(tmp_path: Path) -> None:
             "rollout.skip=4",
             "eval.limit=2",
             "sft.max_length=768",
+            "train_seeds=2",
             *TINY_SEARCH,
         ],
     )
@@ -57,9 +58,11 @@ def test_real_loop_on_a_tiny_slice(tmp_path: Path) -> None:
     assert labels == ["warm start", *(["round 1 JOSH-SFT"] if josh else []), "round 1 control-random"]
     assert josh or any(n.arm == "JOSH-SFT" for n in result.notes)
     control = run_dir / "round-1" / "control-random"
-    for folder in (run_dir / "round-0" / "warmstart" / "train", control / "train"):
+    warm = run_dir / "round-0" / "warmstart"
+    for folder in (warm / "train", warm / "train-seed1", control / "train", control / "train-seed1"):
         assert (folder / "adapter_model.safetensors").is_file()
         assert json.loads((folder / "metrics.json").read_text())["global_step"] == 1
+    assert read_manifest(warm / "eval-seed1").inputs["model"] == input_digest(warm / "train-seed1")
     assert read_manifest(control / "eval").inputs["model"] == input_digest(control / "train")
     records = (control / "eval" / "results.jsonl").read_text().splitlines()
     assert len(records) == 2 and all(json.loads(r)["llm_calls"] >= 1 for r in records)
@@ -68,6 +71,8 @@ def test_real_loop_on_a_tiny_slice(tmp_path: Path) -> None:
     report = json.loads((run_dir / "report.json").read_text())
     assert report["harvest"][0]["trees"] == 2 and report["harvest"][0]["control_rows"] == 2
     assert report["harvest"][0]["token_counter"] == "smollm2"
+    models = {m["label"]: m for m in report["models"]}
+    assert len(models["warm start"]["seed_rewards"]) == 2 and len(models["round 1 control-random"]["seed_rewards"]) == 2
     assert "| round 1 control-random |" in (run_dir / "report.md").read_text()
     assert (run_dir / "plots" / "reward.png").is_file()
 
