@@ -19,8 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from josh.evaluate import RESULTS, SUMMARY
-from josh.jsonl import iter_jsonl
-from josh.loop_report import ComparisonEntry
+from josh.loop_report import ComparisonEntry, task_rewards
 from josh.metrics import Interval, bootstrap, paired_difference
 
 LABEL = re.compile(r"[A-Za-z0-9_.+-]+")
@@ -73,9 +72,7 @@ def results_path(path: str) -> Path:
 
 def task_means(path: str) -> dict[str, float]:
     """Mean reward per task of one evaluation."""
-    rewards: dict[str, list[float]] = {}
-    for record in iter_jsonl(results_path(path)):
-        rewards.setdefault(str(record["task_id"]), []).append(float(record["reward"]))
+    rewards = task_rewards(results_path(path))
     if not rewards:
         raise CompareError(f"{path}: {RESULTS} holds no finished conversation")
     return {task: statistics.fmean(values) for task, values in rewards.items()}

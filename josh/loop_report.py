@@ -140,11 +140,12 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def task_rewards(folder: Path) -> dict[str, list[float]]:
-    """Rewards per task id from an evaluation's ``results.jsonl``."""
+def task_rewards(path: Path) -> dict[str, list[float]]:
+    """Rewards per task id from an evaluation folder's ``results.jsonl`` (or such a file itself)."""
+    file = path if path.is_file() else path / RESULTS
     rewards: dict[str, list[float]] = {}
-    if (folder / RESULTS).is_file():
-        for record in iter_jsonl(folder / RESULTS):
+    if file.is_file():
+        for record in iter_jsonl(file):
             rewards.setdefault(str(record["task_id"]), []).append(float(record["reward"]))
     return rewards
 
@@ -175,15 +176,15 @@ def _models(result: LoopResult) -> list[ModelEntry]:
         data = _read_json(Path(item.folder) / SUMMARY)
         if data is None:
             continue
-        entry = ModelEntry(
-            label=item.label, arm=item.arm, round=item.round, folder=str(item.folder), summary=Summary(**data),
-            per_task=task_rewards(Path(item.folder)),
-        )  # fmt: skip
+        summary, folder = Summary(**data), Path(item.folder)
         seeds = [f for f in item.seeds if (f / SUMMARY).is_file()]
+        per_task, seed_rewards = pooled_task_rewards([folder, *seeds]) if seeds else (task_rewards(folder), [])
         if seeds:
-            entry.per_task, entry.seed_rewards = pooled_task_rewards([Path(item.folder), *seeds])
-            pooled = bootstrap(list(entry.per_task.values()))
-            entry.summary = entry.summary.model_copy(update={"average_reward": pooled})
+            summary = summary.model_copy(update={"average_reward": bootstrap(list(per_task.values()))})
+        entry = ModelEntry(
+            label=item.label, arm=item.arm, round=item.round, folder=str(folder), summary=summary, per_task=per_task,
+            seed_rewards=seed_rewards,
+        )  # fmt: skip
         models.append(entry)
     return models
 
