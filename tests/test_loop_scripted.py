@@ -141,6 +141,7 @@ def test_loop_recipe_files_load_and_unknown_keys_are_named(tmp_path: Path) -> No
     science = load_loop_recipe(root / "science-cpu.yaml", ["seeds=5"])
     assert science.rounds == 2 and science.kto_from == "sft" and science.controls.random and science.controls.retrain
     assert science.controls.random_rows == "match" and science.rollout.tasks == 60
+    assert science.controls.rounds == [science.rounds] and not science.sft.optim.gradient_checkpointing
     assert science.eval.limit == 50 and science.extract.trim_at_failure and demo.extract.trim_at_failure
     assert paper.rollout.search.max_beam == 8 and paper.rollout.search.branching == 2
     arms = load_loop_recipe(root / "arms-cpu.yaml")
