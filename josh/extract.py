@@ -87,6 +87,7 @@ class ExtractStats(BaseModel):
     tree_zero_groups: int = 0
     tree_rows: int = 0
     random_pool: int | None = None
+    random_rewarded: int | None = Field(None, description="kept random branches that met at least one goal")
     tokens: dict[str, int] = Field(default_factory=dict)
     token_counter: str = "whitespace"
 
@@ -275,8 +276,10 @@ def random_rows(
 ) -> Extracted:
     """One random branch per tree as an SFT row (no reward threshold; the same error rule as the ideal path).
     The branch of a tree depends only on ``seed`` and its task id. With ``limit``, a random ``limit`` of those rows
-    (in tree order) are kept, and ``stats.random_pool`` counts the rows they were drawn from."""
+    (in tree order) are kept, and ``stats.random_pool`` counts the rows they were drawn from. ``stats.random_rewarded``
+    counts the kept branches with a turn that met a goal: how often the control's data was rewarded anyway."""
     out = Extracted()
+    met: set[str] = set()
     for tree in trees:
         stats.rewarded += tree.reward > 0
         if tree.error is not None or not tree.nodes:
@@ -288,13 +291,17 @@ def random_rows(
             continue
         stats.accepted += 1
         stats.trimmed += chosen.trimmed
-        out.sft.append(sft_row(tree, chosen.path))
+        row = sft_row(tree, chosen.path)
+        if any(n.goals for n in chosen.path):
+            met.add(_row_key(row, "messages"))
+        out.sft.append(row)
     out.sft = _dedupe(out.sft, ("messages",), stats)
     if limit is not None and len(out.sft) > limit:
         stats.random_pool = len(out.sft)
         kept = sorted(random.Random(f"{seed}|rows").sample(range(len(out.sft)), limit))
         out.sft = [out.sft[i] for i in kept]
     stats.sft = len(out.sft)
+    stats.random_rewarded = sum(_row_key(row, "messages") in met for row in out.sft)
     return out
 
 

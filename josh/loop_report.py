@@ -83,6 +83,7 @@ class HarvestEntry(BaseModel):
     token_counter: str = "whitespace"
     control_rows: int | None = None
     control_tokens: int | None = None
+    control_rewarded: int | None = Field(None, description="control-random rows whose branch met a goal")
     tree_rows: int | None = None
     tree_groups: int | None = None
     tree_zero_groups: int | None = None
@@ -209,6 +210,7 @@ def _harvest(record: RoundRecord) -> HarvestEntry:
     control = _read_json(record.control / EXTRACT_STATS) if record.control is not None else None
     if control is not None:
         entry.control_rows, entry.control_tokens = control.get("sft", 0), control.get("tokens", {}).get("sft", 0)
+        entry.control_rewarded = control.get("random_rewarded")
     tree = _read_json(record.tree / EXTRACT_STATS) if record.tree is not None else None
     if tree is not None:
         entry.tree_rows, entry.tree_groups = tree.get("tree_rows", 0), tree.get("tree_groups", 0)

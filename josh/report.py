@@ -13,7 +13,7 @@ from josh.diagnostics import markdown_section
 from josh.metrics import Interval, Summary
 
 if TYPE_CHECKING:
-    from josh.loop_report import ComparisonEntry, LoopReport, ModelEntry
+    from josh.loop_report import ComparisonEntry, HarvestEntry, LoopReport, ModelEntry
     from josh.seeds import SeedsReport
 
 
@@ -131,7 +131,7 @@ def harvest_rows(report: LoopReport) -> tuple[list[str], list[list[str]]]:
     header = ["round", "searched with", "trees", "rewarded", "used (trimmed)", "SFT rows / tokens"]
     header += ["KTO good + bad / tokens", "LLM calls", "rewarded per 100 calls", "search wall"]
     control = any(h.control_rows is not None for h in report.harvest)
-    header += ["control-random rows / tokens"] if control else []
+    header += ["control-random rows / tokens (met a goal)"] if control else []
     tree = any(h.tree_rows is not None for h in report.harvest)
     header += ["tree rows (groups used / equal skipped)"] if tree else []
     rows = []
@@ -140,12 +140,20 @@ def harvest_rows(report: LoopReport) -> tuple[list[str], list[list[str]]]:
         row += [f"{h.sft_rows} / {h.sft_tokens:,}", f"{h.kto_good} + {h.kto_bad} / {h.kto_tokens:,}"]
         row += [f"{h.llm_calls:,}", f"{h.rewarded_per_100_calls:.2f}", f"{h.search_wall_s:.0f} s"]
         if control:
-            row += ["-" if h.control_rows is None else f"{h.control_rows} / {h.control_tokens or 0:,}"]
+            row += [_control_cell(h)]
         if tree:
             groups, zero = h.tree_groups or 0, h.tree_zero_groups or 0
             row += ["-" if h.tree_rows is None else f"{h.tree_rows} ({groups - zero} / {zero})"]
         rows.append(row)
     return header, rows
+
+
+def _control_cell(h: HarvestEntry) -> str:
+    """control-random's rows / tokens, and how many of its branches met a goal (runs before the count: not shown)."""
+    if h.control_rows is None:
+        return "-"
+    met = "" if h.control_rewarded is None else f" ({h.control_rewarded})"
+    return f"{h.control_rows} / {h.control_tokens or 0:,}{met}"
 
 
 def comparison_rows(items: list[ComparisonEntry]) -> tuple[list[str], list[list[str]]]:

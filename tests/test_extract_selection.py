@@ -88,6 +88,18 @@ async def test_a_row_limit_keeps_a_seeded_random_subset_in_tree_order() -> None:
     assert random_rows(trees, ExtractConfig(), 5, ExtractStats(), limit=9).sft == every
 
 
+async def test_random_rows_count_the_branches_that_met_a_goal_anyway() -> None:
+    either_turn = {(0,): (0,), (1,): (0,)}  # both first turns meet the goal: every branch is rewarded
+    hits = [await grow(either_turn, task_id=f"hit{k}") for k in range(3)]
+    misses = [await grow({}, task_id=f"miss{k}") for k in range(3)]
+    stats = ExtractStats()
+    assert len(random_rows(hits + misses, ExtractConfig(), 1, stats).sft) == 6 and stats.random_rewarded == 3
+    hit_rows = random_rows(hits, ExtractConfig(), 1, ExtractStats()).sft
+    some = ExtractStats()
+    kept = random_rows(hits + misses, ExtractConfig(), 1, some, limit=4).sft
+    assert some.random_rewarded == sum(row in hit_rows for row in kept) and len(kept) == 4
+
+
 async def test_random_branches_follow_the_same_error_rule() -> None:
     tree = await grow({}, errors={(0,), (1,)})  # every first turn fails
     stats = ExtractStats()

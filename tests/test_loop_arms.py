@@ -51,9 +51,10 @@ def test_kto_on_sft_and_both_controls(tmp_path: Path) -> None:
     (harvest,) = report.harvest
     assert harvest.trees == 10 and harvest.control_rows == len(random_rows) and harvest.sft_rows >= 1
     assert harvest.control_tokens > 0 and harvest.rewarded >= harvest.accepted
+    assert harvest.control_rewarded is not None and 0 <= harvest.control_rewarded <= harvest.control_rows
     markdown = (run_dir / "report.md").read_text()
     assert (
-        "control-random rows / tokens" in markdown
+        "control-random rows / tokens (met a goal)" in markdown
         and "| round 1 JOSH-SFT+KTO | round 1 JOSH-SFT | KTO on SFT |" in (markdown)
     )
 
