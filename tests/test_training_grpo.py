@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class ShortReplies:
-    """The mini ToolWOZ environment rewarding a short first agent output (fewer characters, more reward) (a raw 135M model seldom completes a goal,
-    so the goal reward alone would give every rollout 0 and GRPO nothing to learn)."""
+    """The mini ToolWOZ environment rewarding a short first agent output (fewer characters, more reward; a raw 135M
+    model seldom completes a goal, so the goal reward alone would give every rollout 0 and GRPO nothing to learn).
+    Two different outputs of the same length still get different rewards (a small checksum term): sampling is
+    unseeded, and an equal-reward group would leave the update nothing to raise."""
 
     def __init__(self, env: Any) -> None:
         self.env = env
@@ -28,7 +31,7 @@ class ShortReplies:
 
     def reward(self, state: Any, messages: list[Any]) -> float:
         first = next((m.content or "" for m in messages if m.role == "assistant"), "")
-        return 1.0 / (1.0 + len(first))
+        return 1.0 / (1.0 + len(first)) + zlib.crc32(first.encode()) % 1000 * 1e-6
 
 
 def test_tiny_grpo_lowers_its_loss_on_its_rollouts_and_saves_a_loadable_adapter(tmp_path, monkeypatch) -> None:
