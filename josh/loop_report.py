@@ -179,9 +179,11 @@ def _models(result: LoopResult) -> list[ModelEntry]:
             continue
         summary, folder = Summary(**data), Path(item.folder)
         seeds = [f for f in item.seeds if (f / SUMMARY).is_file()]
-        per_task, seed_rewards = pooled_task_rewards([folder, *seeds]) if seeds else (task_rewards(folder), [])
         if seeds:
+            per_task, seed_rewards = pooled_task_rewards([folder, *seeds])
             summary = summary.model_copy(update={"average_reward": bootstrap(list(per_task.values()))})
+        else:
+            per_task, seed_rewards = task_rewards(folder), []
         entry = ModelEntry(
             label=item.label, arm=item.arm, round=item.round, folder=str(folder), summary=summary, per_task=per_task,
             seed_rewards=seed_rewards,
