@@ -162,3 +162,37 @@ def test_bad_grpo_recipes_are_refused_before_a_model_loads(settings: list[str], 
     recipe = build_recipe({}, ["method=grpo", "grpo.num_generations=2", "optim.per_device_batch_size=2", *settings])
     with pytest.raises(RecipeError, match=message):
         prepare_tasks(recipe)  # every check comes before the tokenizer loads
+
+
+def test_seeded_rollouts_give_every_call_its_own_seed_and_repeat_exactly() -> None:
+    rollout = rollout_for()
+    a, b = list(rollout.tasks)
+
+    def seeds_of(seed: int | None) -> list[int | None]:
+        llm = ScriptedLLM(GoalCaller([True, False], rollout.tasks[a].goals[0]))
+        rollout.roll([a, a, b, b], rollout.agent_on(llm), seed)
+        return [r.sampling.seed for r in llm.requests]
+
+    first = seeds_of(7)
+    assert len(first) > 4 and None not in first and len(set(first)) == len(first)  # group members differ too
+    assert seeds_of(7) == first
+    assert set(seeds_of(8)).isdisjoint(first)
+    assert seeds_of(None) == [None] * len(seeds_of(None))
+
+
+def test_a_batch_seed_follows_the_step_and_repeats_after_a_resume() -> None:
+    class Trainer:
+        def __init__(self) -> None:
+            self.state = type("State", (), {"global_step": 0})()
+            self.accelerator = type("Accelerator", (), {"process_index": 0})()
+
+    trainer, rollout = Trainer(), rollout_for()
+    seeds = []
+    for step in (0, 0, 1):
+        trainer.state.global_step = step
+        seeds.append(rollout.batch_seed(trainer))
+    assert len(set(seeds)) == 3  # two batches of one step (num_iterations, accumulation) differ as well
+    resumed = rollout_for()
+    assert resumed.batch_seed(trainer) == seeds[2]
+    trainer.accelerator.process_index = 1
+    assert rollout_for().batch_seed(trainer) != seeds[2]

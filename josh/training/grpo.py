@@ -119,6 +119,7 @@ class ConversationRollout:
         self.user_llm = self._user_llm()
         self.user = make_user(recipe.grpo.user, self.user_llm, **recipe.grpo.user_options)
         self.stats = RolloutStats(max_llm_calls=recipe.grpo.max_llm_calls)
+        self.batches_at: dict[int, int] = {}  # rollout batches so far at each optimizer step
         self.__name__ = "josh_conversations"
 
     def _user_llm(self) -> Any:
@@ -152,20 +153,35 @@ class ConversationRollout:
             net=net, tokenizer=self.tokenizer, max_batch_size=spec.max_batch_size,
             prefix_cache_tokens=spec.prefix_cache_tokens,
         )  # fmt: skip
+        keys = [prompt[-1]["content"] for prompt in prompts]
         try:
-            return self.roll([prompt[-1]["content"] for prompt in prompts], self.agent_on(llm))
+            return self.roll(keys, self.agent_on(llm), self.batch_seed(trainer))
         finally:
             llm.close()
             net.train(training)
 
-    def roll(self, keys: list[str], agent: Any) -> dict[str, Any]:
+    def batch_seed(self, trainer: Any) -> int:
+        """The seed of this rollout batch: the recipe's seed, the process, the optimizer step and the batch's place
+        in that step, so a resumed run samples what the uninterrupted one would have."""
+        from josh.training.grpo_rollout import derive_seed
+
+        step = trainer.state.global_step
+        nth = self.batches_at[step] = self.batches_at.get(step, -1) + 1
+        return derive_seed(self.recipe.seed, trainer.accelerator.process_index, step, nth)
+
+    def roll(self, keys: list[str], agent: Any, seed: int | None = None) -> dict[str, Any]:
         """One conversation per task id in ``keys`` (groups of ``num_generations`` in a row), as TRL's rollout
-        output: token ids, the agent-token mask and the environment's reward (``None`` for a skipped one)."""
-        from josh.training.grpo_rollout import converse, encode, mark_equal_groups, run_batch, tally
+        output: token ids, the agent-token mask and the environment's reward (``None`` for a skipped one). With
+        ``seed``, every conversation samples from its own seed derived from it (``None``: unseeded)."""
+        from josh.training.grpo_rollout import converse, derive_seed, encode, mark_equal_groups, run_batch, tally
 
         started = time.perf_counter()
         spec = self.recipe.grpo
-        conversations = [converse(self.env, self.tasks[k], agent, self.user, spec.max_turns) for k in keys]
+        seeds = [None if seed is None else derive_seed(seed, i) for i in range(len(keys))]
+        conversations = [
+            converse(self.env, self.tasks[k], agent, self.user, spec.max_turns, s)
+            for k, s in zip(keys, seeds, strict=True)
+        ]
         results = run_batch(conversations, [self.user_llm] if self.user_llm is not None else [])
         sequences = [
             encode(record, trace, agent, self.tasks[k], self.tokenizer, self.recipe.max_length)

@@ -15,6 +15,10 @@ then the conversation) and returned as token ids: the prompt is everything befor
 completion everything after it up to the agent's last output, and ``env_mask`` marks the agent's own tokens (user
 turns, tool results and worked examples carry no loss). TRL then computes group advantages and the GRPO loss.
 
+Sampling is seeded: each rollout batch gets a seed from the recipe's seed, the process and the optimizer step, each
+conversation its own seed from that, and each of its agent calls its own from the conversation's. The members of a
+group therefore sample differently, and a run (or a resumed one) repeats its rollouts.
+
 Nothing is truncated and nothing crashes the run. A conversation is *skipped* (reward ``None``: TRL leaves it out of
 its group's baseline and gives it no advantage; all its tokens masked) and counted when it is longer than
 ``max_length`` tokens (``too_long``: its next prompt, or the whole conversation), when the environment raised during a
@@ -27,6 +31,7 @@ whole group is in this process's batch.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -43,10 +48,25 @@ SKIP_REASONS = ("too_long", "env_error", "user_error", "agent_error", "llm_error
 
 @dataclass
 class Trace:
-    """What went wrong inside one conversation, recorded by the wrappers below."""
+    """One conversation's sampling seed (``None``: unseeded) and what went wrong in it, kept by the wrappers below."""
 
+    seed: int | None = None
+    calls: int = 0
     env_errors: list[str] = field(default_factory=list)
     too_long: bool = False
+
+    def sampling(self, sampling: Any) -> Any:
+        """``sampling`` seeded for this conversation's next call (each call its own seed), unless it has one."""
+        if self.seed is None or sampling is None or sampling.seed is not None:
+            return sampling
+        self.calls += 1
+        return sampling.model_copy(update={"seed": derive_seed(self.seed, self.calls)})
+
+
+def derive_seed(*parts: int) -> int:
+    """A 63-bit seed determined by ``parts``; different parts give unrelated seeds."""
+    digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
 
 
 _TRACE: ContextVar[Trace | None] = ContextVar("josh_grpo_trace", default=None)
@@ -82,11 +102,13 @@ class BoundedLLM:
 
     async def chat(self, messages: list[Message], *, tools: Any = None, n: int = 1, sampling: Any = None) -> Any:
         length = len(render(self.tokenizer, messages, tools, generation_prompt=True)["input_ids"])
+        trace = _TRACE.get()
         if length >= self.max_length:
-            trace = _TRACE.get()
             if trace is not None:
                 trace.too_long = True
             raise LLMError(f"the conversation reached {length} tokens, max_length is {self.max_length}")
+        if trace is not None:
+            sampling = trace.sampling(sampling)
         return await self.llm.chat(messages, tools=tools, n=n, sampling=sampling)
 
 
@@ -179,11 +201,14 @@ def _failure(record: Any, trace: Trace) -> str | None:
     return None
 
 
-async def converse(env: Env, task: Task, agent: Any, user: Any, max_turns: int) -> tuple[Any, Trace]:
-    """One conversation (``None`` when the environment raised outside a tool call) and what went wrong in it."""
+async def converse(
+    env: Env, task: Task, agent: Any, user: Any, max_turns: int, seed: int | None = None
+) -> tuple[Any, Trace]:
+    """One conversation (``None`` when the environment raised outside a tool call) and what went wrong in it; with
+    ``seed``, the agent's samples are seeded from it."""
     from josh.conversation import run_conversation
 
-    trace = Trace()
+    trace = Trace(seed=seed)
     _TRACE.set(trace)  # this task's own context: concurrent conversations each see their own trace
     try:
         return await run_conversation(env, task, agent, user, max_turns=max_turns), trace
