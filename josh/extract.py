@@ -13,8 +13,7 @@ dropped. Negatives come only from accepted trees; tool errors in a negative are 
 unlearn). Completions are compared without tool-call ids, which are random per sample. Rows are deduplicated per
 file, first occurrence kept.
 
-``extract_random`` is the no-selection control: one random root-to-leaf branch per tree as an SFT row, whatever
-its reward, under the same error rule.
+The no-selection control's rows (one random branch per tree) come from ``josh.extract_control``.
 
 The ``tree`` format (``tree.jsonl``, ``josh.advantages``) holds every sibling turn of every branching point of every
 searched tree, whatever its reward, with its turn-level advantage; groups whose advantages are all zero are skipped
@@ -24,7 +23,6 @@ and counted (``tree_zero_groups``).
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -175,15 +173,6 @@ def rejection(tree: Tree, config: ExtractConfig) -> str | None:
     return select(tree, config).reason
 
 
-def random_branch(tree: Tree, rng: random.Random) -> list[Node]:
-    """Root to a leaf, taking a uniformly random child that has an agent turn at every branching point."""
-    children = tree.children()
-    path = [tree.node(0)]
-    while options := [c for c in children.get(path[-1].id, []) if c.messages]:
-        path.append(rng.choice(options))
-    return path
-
-
 def _negatives(tree: Tree, parent: Node, children: dict[int, list[Node]]) -> list[Node]:
     """Pruned sibling turns off ``parent`` that never reached a reward and have a turn to learn from."""
     return [c for c in children.get(parent.id, []) if c.pruned and not (c.ideal or c.partial) and c.messages]
@@ -214,15 +203,15 @@ def tree_rows(tree: Tree, path: list[Node] | None = None) -> Extracted:
     return Extracted(sft=sft, kto=kto, dpo=dpo)
 
 
-def _row_key(row: Row, *fields: str) -> str:
+def row_key(row: Row, *fields: str) -> str:
     return json.dumps([messages_key([Message.from_openai(m) for m in row[f]]) for f in fields], ensure_ascii=False)
 
 
-def _dedupe(rows: list[Row], fields: tuple[str, ...], stats: ExtractStats) -> list[Row]:
+def dedupe(rows: list[Row], fields: tuple[str, ...], stats: ExtractStats) -> list[Row]:
     seen: set[str] = set()
     out = []
     for row in rows:
-        key = f"{_row_key(row, *fields)}|{row.get('label')}"
+        key = f"{row_key(row, *fields)}|{row.get('label')}"
         if key in seen:
             stats.duplicates_dropped += 1
             continue
@@ -234,12 +223,12 @@ def _dedupe(rows: list[Row], fields: tuple[str, ...], stats: ExtractStats) -> li
 def _resolve_kto(rows: list[Row], stats: ExtractStats) -> list[Row]:
     """Drop a negative whose prompt+completion is also a positive; positives first, then negatives."""
     good = [r for r in rows if r["label"]]
-    good_keys = {_row_key(r, "prompt", "completion") for r in good}
+    good_keys = {row_key(r, "prompt", "completion") for r in good}
     bad = []
     for r in rows:
         if r["label"]:
             continue
-        if _row_key(r, "prompt", "completion") in good_keys:
+        if row_key(r, "prompt", "completion") in good_keys:
             stats.kto_conflicts_dropped += 1
         else:
             bad.append(r)
@@ -261,47 +250,13 @@ def extract_rows(trees: Iterator[Tree] | list[Tree], config: ExtractConfig, stat
         out.sft.extend(rows.sft)
         out.kto.extend(rows.kto)
         out.dpo.extend(rows.dpo)
-    out.sft = _dedupe(out.sft, ("messages",), stats)
-    out.kto = _resolve_kto(_dedupe(out.kto, ("prompt", "completion"), stats), stats)
-    out.dpo = _dedupe(out.dpo, ("prompt", "chosen", "rejected"), stats)
+    out.sft = dedupe(out.sft, ("messages",), stats)
+    out.kto = _resolve_kto(dedupe(out.kto, ("prompt", "completion"), stats), stats)
+    out.dpo = dedupe(out.dpo, ("prompt", "chosen", "rejected"), stats)
     stats.sft, stats.dpo = len(out.sft), len(out.dpo)
     stats.kto_desirable = sum(1 for r in out.kto if r["label"])
     stats.kto_undesirable = len(out.kto) - stats.kto_desirable
     stats.kto_desirable_fraction = round(stats.kto_desirable / len(out.kto), 4) if out.kto else 0.0
-    return out
-
-
-def random_rows(
-    trees: Iterator[Tree] | list[Tree], config: ExtractConfig, seed: int, stats: ExtractStats, limit: int | None = None
-) -> Extracted:
-    """One random branch per tree as an SFT row (no reward threshold; the same error rule as the ideal path).
-    The branch of a tree depends only on ``seed`` and its task id. With ``limit``, a random ``limit`` of those rows
-    (in tree order) are kept, and ``stats.random_pool`` counts the rows they were drawn from. ``stats.random_rewarded``
-    counts the kept branches with a turn that met a goal: how often the control's data was rewarded anyway."""
-    out = Extracted()
-    met: set[str] = set()
-    for tree in trees:
-        stats.rewarded += tree.reward > 0
-        if tree.error is not None or not tree.nodes:
-            stats.failed_tasks += 1
-            continue
-        chosen = clean_path(random_branch(tree, random.Random(f"{seed}|{tree.task_id}")), config)
-        if chosen.reason is not None:
-            setattr(stats, chosen.reason, getattr(stats, chosen.reason) + 1)
-            continue
-        stats.accepted += 1
-        stats.trimmed += chosen.trimmed
-        row = sft_row(tree, chosen.path)
-        if any(n.goals for n in chosen.path):
-            met.add(_row_key(row, "messages"))
-        out.sft.append(row)
-    out.sft = _dedupe(out.sft, ("messages",), stats)
-    if limit is not None and len(out.sft) > limit:
-        stats.random_pool = len(out.sft)
-        kept = sorted(random.Random(f"{seed}|rows").sample(range(len(out.sft)), limit))
-        out.sft = [out.sft[i] for i in kept]
-    stats.sft = len(out.sft)
-    stats.random_rewarded = sum(_row_key(row, "messages") in met for row in out.sft)
     return out
 
 
@@ -324,7 +279,7 @@ def _write_jsonl(path: Path, rows: list[Row]) -> None:
     write_atomic(path, (json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
-def _trees_file(trees_path: str | Path) -> Path:
+def trees_file(trees_path: str | Path) -> Path:
     path = Path(trees_path)
     if path.is_dir():
         path = path / "trees.jsonl"
@@ -333,7 +288,7 @@ def _trees_file(trees_path: str | Path) -> Path:
     return path
 
 
-def _write_all(
+def write_all(
     out_dir: Path, rows: Extracted, stats: ExtractStats, count: TokenCounter, formats: tuple[str, ...] = TRL_FORMATS
 ) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -371,29 +326,11 @@ def extract(
         raise ValueError(f"unknown format {', '.join(unknown) or '(none)'}; choose from {', '.join(FORMATS)}")
     config = config or ExtractConfig()
     stats = ExtractStats(token_counter=counter_name if count_tokens else "whitespace")
-    trees = list(read_trees(_trees_file(trees_path), stats, skip_bad_lines=skip_bad_lines))
+    trees = list(read_trees(trees_file(trees_path), stats, skip_bad_lines=skip_bad_lines))
     rows = extract_rows(trees, config, stats) if set(formats) & set(TRL_FORMATS) else Extracted()
     if "tree" in formats:
         rows.tree = _tree_rows(trees, advantages or AdvantageConfig(), stats)
-    _write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens, formats)
-    return stats
-
-
-def extract_random(
-    trees_path: str | Path,
-    out_dir: str | Path,
-    config: ExtractConfig,
-    seed: int,
-    *,
-    count_tokens: TokenCounter | None = None,
-    counter_name: str = "whitespace",
-    limit: int | None = None,
-) -> ExtractStats:
-    """The no-selection control's files: ``sft.jsonl`` with one random branch per tree (``random_rows``, at most
-    ``limit`` of them), empty KTO and DPO files, and ``extract_stats.json``."""
-    stats = ExtractStats(token_counter=counter_name if count_tokens else "whitespace")
-    rows = random_rows(read_trees(_trees_file(trees_path), stats), config, seed, stats, limit)
-    _write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens)
+    write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens, formats)
     return stats
 
 

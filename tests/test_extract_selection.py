@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import random
 
-from josh.extract import ExtractConfig, ExtractStats, extract_random, extract_rows, random_branch, random_rows
+from josh.extract import ExtractConfig, ExtractStats, extract_rows
+from josh.extract_control import extract_random, random_branch, random_rows
 from josh.search import SearchConfig, search
 from josh.tree import Tree
 from tests.fakes import FakeEnv, TableAgent, TableUser, make_task

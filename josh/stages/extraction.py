@@ -63,7 +63,8 @@ class ExtractStage(Stage):
         )
 
     def run(self) -> None:
-        from josh.extract import extract, extract_random, hf_token_counter
+        from josh.extract import extract, hf_token_counter
+        from josh.extract_control import extract_random
 
         spec, setup = self.ctx.recipe.extract, self.ctx.recipe.setup
         count, counter = None, "whitespace"
