@@ -9,8 +9,9 @@ then, last, exactly one line::
     JOSH increment: +X.XXX [lo, hi] over N tasks; seeds excluding zero: K/M
 
 The pooled increment averages each held-out task's difference over the seeds (a seed that trained no JOSH model
-counts as 0) with a 95% bootstrap interval over tasks; K counts the seeds whose own interval lies above zero. It
-times nothing: the run times and the load average they ran under are in each seed's report.
+counts as 0, one that has not finished is left out) with a 95% bootstrap interval over tasks; K counts the
+seeds whose own interval lies above zero, M the seeds pooled. It times nothing: the run times and the load average
+they ran under are in each seed's report.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for report in reports:
         print(f"{report.run_dir} (seed {report.seed}): {headline_text(report)}")
-    print(increment_line(pooled_headline(reports), len(reports)))
+    print(increment_line(pooled_headline(reports)))
     return 0
 
 

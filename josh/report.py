@@ -308,12 +308,12 @@ def write_seeds_markdown(report: SeedsReport, run_dir: Path) -> Path:
 
     lines = [f"# {report.title}", ""]
     if report.headline is not None:
-        lines += [f"**{increment_line(report.headline, len(report.runs))}**", ""]
+        lines += [f"**{increment_line(report.headline)}**", ""]
     lines += [
         "JOSH increment: the newest model of the policy arm minus the policy that ran the first search, per held-out "
         "task. Pooled: each task's difference averaged over the seeds, 95% bootstrap interval over tasks; a seed "
-        "that trained no JOSH model counts as 0. 'Seeds excluding zero' counts seeds whose own interval lies above "
-        "zero. Each seed's full report is in its folder.",
+        "that trained no JOSH model counts as 0 and an unfinished one is left out. 'Seeds excluding zero' counts "
+        "the pooled seeds whose own interval lies above zero. Each seed's full report is in its folder.",
         "",
         "## Seeds",
         "",
@@ -338,4 +338,4 @@ def print_seeds_report(report: SeedsReport, console: Console) -> None:
     _print_table(console, "JOSH increment per seed", *seed_rows(report))
     _print_table(console, "comparisons pooled over seeds", *pooled_rows(report))
     if report.headline is not None:
-        console.print(f"[bold]{increment_line(report.headline, len(report.runs))}[/bold]", highlight=False)
+        console.print(f"[bold]{increment_line(report.headline)}[/bold]", highlight=False)

@@ -38,6 +38,7 @@ class PooledEntry(BaseModel):
     tasks: int = 0
     better: int = 0
     worse: int = 0
+    seeds: int = Field(0, description="seeds in the pool (an unfinished seed is left out)")
     above_zero: int = Field(0, description="seeds whose own interval lies above zero")
     below_zero: int = 0
 
@@ -98,7 +99,7 @@ def pool(
         model=key[0], baseline=key[1], role=key[2], per_seed=seed_means,
         spread_sd=statistics.stdev(present) if len(present) > 1 else 0.0,
         difference=iv.mean, low=iv.low, high=iv.high, tasks=len(means),
-        better=sum(m > 0 for m in means), worse=sum(m < 0 for m in means),
+        better=sum(m > 0 for m in means), worse=sum(m < 0 for m in means), seeds=len(present),
         above_zero=sum(1 for e in seed_entries if e is not None and e.low > 0),
         below_zero=sum(1 for e in seed_entries if e is not None and e.high < 0),
     )  # fmt: skip
@@ -134,11 +135,12 @@ def combine(reports: list[LoopReport], run_dir: Path, title: str) -> SeedsReport
     return SeedsReport(title=title, run_dir=str(run_dir), runs=runs, headline=headline, comparisons=pooled)
 
 
-def increment_line(entry: PooledEntry, seeds: int) -> str:
-    """``JOSH increment: +X.XXX [lo, hi] over N tasks; seeds excluding zero: K/M`` (K: intervals above zero)."""
+def increment_line(entry: PooledEntry) -> str:
+    """``JOSH increment: +X.XXX [lo, hi] over N tasks; seeds excluding zero: K/M`` (K: intervals above zero, M: the
+    seeds in the pool)."""
     return (
         f"JOSH increment: {entry.difference:+.3f} [{entry.low:+.3f}, {entry.high:+.3f}] over {entry.tasks} tasks; "
-        f"seeds excluding zero: {entry.above_zero}/{seeds}"
+        f"seeds excluding zero: {entry.above_zero}/{entry.seeds}"
     )
 
 
