@@ -13,7 +13,8 @@ and/or KTO → evaluation on the same held-out tasks, optional controls, and a r
     round-R/train-sft/ eval-sft/     the SFT arm (JOSH-SFT)
     round-R/merge-sft/               the SFT policy folded into a full model (kto_from: sft)
     round-R/train-kto/ eval-kto/     the KTO arm: JOSH-KTO on the base, or JOSH-SFT+KTO on merge-sft
-    round-R/control-random/data/ train/ eval/   one random branch per tree instead of the ideal path
+    round-R/control-random/data/ train/ eval/   one random branch per tree instead of the ideal path (data/ only in
+                                     a round before the last control round: its rows accumulate)
     round-R/extract-tree/ train-tree/ eval-tree/ train-grpo/ eval-grpo/   the tree and GRPO arms (josh.loop_online)
     <train>-seed<k>/ <eval>-seed<k>/ an SFT-recipe model at its k-th further training seed (train_seeds)
     report.md, report.json, plots/
@@ -110,6 +111,7 @@ class Loop(OnlineArms):
         self.policy_label = "base"
         self.sft_sources: list[Path] = []
         self.kto_sources: list[Path] = []
+        self.control_sources: list[Path] = []  # control-random's rows so far: random branches, never ideal paths
         for r in range(1, recipe.rounds + 1):
             rollout_tasks(self.ctx, r)  # every round has tasks to search, checked before hours of work
         if recipe.baseline:
@@ -118,6 +120,7 @@ class Loop(OnlineArms):
         if recipe.warm_start is not None and recipe.warm_start.enabled and recipe.sft is not None:
             warm = self.warm_start(recipe.warm_start)
             self.sft_sources.append(warm)
+            self.control_sources.append(warm)
             train = self.train_stage("warm-start train", round0 / "warmstart" / "train", recipe.sft, [warm], "sft")
             if train.adapter is None:
                 raise ValueError(f"the warm start could not be trained: {train.why_ended()}")
@@ -213,8 +216,9 @@ class Loop(OnlineArms):
             models["tree"] = self.tree_arm(r, folder, rollouts, policy, policy_label)
         if recipe.grpo is not None:
             models["grpo"] = self.grpo_arm(r, folder, rollouts, policy_label)
-        if recipe.controls.random and (recipe.controls.rounds is None or r in recipe.controls.rounds):
-            record.control = self._random_control(r, folder, rollouts, extracted, prior, start, policy_label)
+        trains_control = recipe.controls.random and (recipe.controls.rounds is None or r in recipe.controls.rounds)
+        if trains_control or self._later_control(r):
+            record.control = self._random_control(r, folder, rollouts, extracted, start, policy_label, trains_control)
         if recipe.accumulate:
             self.sft_sources.append(extracted.sft)
             self.kto_sources.append(extracted.kto)
@@ -263,30 +267,45 @@ class Loop(OnlineArms):
             self.result.compare(model[1], sft[1], "KTO on SFT")
         return model
 
+    def _later_control(self, r: int) -> bool:
+        """Whether a later round trains control-random on the rows accumulated so far, this round's included."""
+        controls = self.recipe.controls
+        return controls.random and self.recipe.accumulate and any(c > r for c in controls.rounds or ())
+
     def _random_control(
         self,
         r: int,
         folder: Path,
         rollouts: RolloutStage,
         extracted: ExtractStage,
-        prior: list[Path],
         start: Path | None,
         policy_label: str,
+        train: bool,
     ) -> Path | None:
-        """control-random: the round's trees without reward selection, trained exactly like the SFT arm (on as many
-        rows as JOSH-SFT's with ``controls.random_rows: match``)."""
+        """control-random: the round's trees without reward selection (as many rows as JOSH-SFT's with
+        ``controls.random_rows: match``), trained exactly like the SFT arm when ``train``. With ``accumulate`` it
+        trains on the warm-start rows plus every round's random branches so far, never on an ideal path, so it
+        differs from JOSH-SFT in the selection of every round."""
         assert self.recipe.sft is not None
         limit = extracted.sft_rows() if self.recipe.controls.random_rows == "match" else None
         if limit == 0:
-            self.note("control-random", r, "JOSH kept no row this round, so a matched control has nothing to train")
+            if train:
+                self.note("control-random", r, "JOSH kept no row this round, so a matched control has nothing to train")
             return None
         data = self.extract(r, rollouts, control_seed=self.recipe.seed or 0, control_rows=limit)
+        prior = list(self.control_sources) if self.recipe.accumulate else []
+        if self.recipe.accumulate and data.sft_rows():
+            self.control_sources.append(data.sft)
+        if not train:
+            return data.folder
         if data.sft_rows() == 0:
             self.note("control-random", r, "no random branch kept a turn (every first turn failed): nothing to train")
             return data.folder
         name, rows = f"round {r} train control-random", [*prior, data.sft]
-        train = self.train_stage(name, folder / "control-random" / "train", self.recipe.sft, rows, "sft", start=start)
-        model = self._evaluate_arm(r, "control-random", train, folder / "control-random" / "eval", None)
+        train_stage = self.train_stage(
+            name, folder / "control-random" / "train", self.recipe.sft, rows, "sft", start=start
+        )
+        model = self._evaluate_arm(r, "control-random", train_stage, folder / "control-random" / "eval", None)
         if model is not None:
             control = folder / "control-random"
             self.seed_variants(model[1], control / "train", control / "eval", rows, start=start)

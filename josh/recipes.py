@@ -282,7 +282,8 @@ class ControlsSpec(_Strict):
     random: bool = Field(
         False,
         description="control-random: from each round's trees, one random root-to-leaf branch per tree instead of the "
-        "ideal path (no reward selection), trained exactly like the SFT arm",
+        "ideal path (no reward selection), trained exactly like the SFT arm; with accumulate, on the warm-start rows "
+        "and every round's random branches so far",
     )
     retrain: bool = Field(
         False,
@@ -294,7 +295,11 @@ class ControlsSpec(_Strict):
         description="control-random's rows: one per tree (all), or a random subset as large as the round's JOSH-SFT "
         "rows (match), so that the control differs from JOSH in the selection only, not in the amount of data",
     )
-    rounds: list[int] | None = Field(None, description="rounds with control-random (default: every round)")
+    rounds: list[int] | None = Field(
+        None,
+        description="rounds that train and evaluate control-random (default: every round); with accumulate, the "
+        "rounds before them still draw their random branches",
+    )
 
 
 ARMS = ("sft", "kto", "tree", "grpo")

@@ -74,6 +74,23 @@ def test_a_matched_random_control_trains_on_as_many_rows_as_josh(tmp_path: Path)
     assert harvest.control_rows == harvest.sft_rows == len(josh_rows)
 
 
+def test_a_last_round_control_trains_on_random_branches_of_every_round(tmp_path: Path) -> None:
+    trainer = RecordingTrainer()
+    changes = {"kto": None, "rounds": 2, "controls": {"random": True, "random_rows": "match", "rounds": [2]}}
+    result = Loop(recipe(tmp_path, **changes), trainer=trainer, builder=builder, progress=False).run()
+    run_dir = tmp_path / "scripted"
+    assert [e.label for e in result.evaluated if "control" in e.label] == ["round 2 control-random"]
+    assert not (run_dir / "round-1" / "control-random" / "train").exists()  # round 1 only draws its branches
+    warm = lines(run_dir / "round-0" / "warmstart" / "data" / "sft.jsonl")
+    drawn = [lines(run_dir / f"round-{r}" / "control-random" / "data" / "sft.jsonl") for r in (1, 2)]
+    ideal = [lines(run_dir / f"round-{r}" / "extract" / "sft.jsonl") for r in (1, 2)]
+    assert all(1 <= len(d) == len(i) for d, i in zip(drawn, ideal, strict=True))  # matched per round
+    control = lines(Path(trainer.recipes[str(run_dir / "round-2" / "control-random" / "train")].data))
+    josh = lines(Path(trainer.recipes[str(run_dir / "round-2" / "train-sft")].data))
+    assert control == warm + drawn[0] + drawn[1] and josh == warm + ideal[0] + ideal[1]
+    assert len(control) == len(josh) and control != josh
+
+
 def test_a_matched_random_control_without_josh_rows_ends_with_a_note(tmp_path: Path) -> None:
     changes = {"kto": None, "controls": {"random": True, "random_rows": "match"}}
     Loop(recipe(tmp_path, **changes), trainer=StubTrainer(), builder=hopeless, progress=False).run()
