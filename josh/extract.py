@@ -168,6 +168,16 @@ def select(tree: Tree, config: ExtractConfig) -> Selection:
     return clean_path(tree.ideal_path(), config)
 
 
+def counted(selection: Selection, stats: ExtractStats) -> bool:
+    """Count a tree's selection in ``stats`` (its rejection reason, or accepted and whether trimmed); True when kept."""
+    if selection.reason is not None:
+        setattr(stats, selection.reason, getattr(stats, selection.reason) + 1)
+        return False
+    stats.accepted += 1
+    stats.trimmed += selection.trimmed
+    return True
+
+
 def rejection(tree: Tree, config: ExtractConfig) -> str | None:
     """Why a tree gives no training data (``None`` when it is accepted)."""
     return select(tree, config).reason
@@ -241,11 +251,8 @@ def extract_rows(trees: Iterator[Tree] | list[Tree], config: ExtractConfig, stat
     for tree in trees:
         stats.rewarded += tree.reward > 0
         chosen = select(tree, config)
-        if chosen.reason is not None:
-            setattr(stats, chosen.reason, getattr(stats, chosen.reason) + 1)
+        if not counted(chosen, stats):
             continue
-        stats.accepted += 1
-        stats.trimmed += chosen.trimmed
         rows = tree_rows(tree, chosen.path)
         out.sft.extend(rows.sft)
         out.kto.extend(rows.kto)

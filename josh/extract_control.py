@@ -14,6 +14,7 @@ from josh.extract import (
     ExtractStats,
     TokenCounter,
     clean_path,
+    counted,
     dedupe,
     read_trees,
     row_key,
@@ -49,11 +50,8 @@ def random_rows(
             stats.failed_tasks += 1
             continue
         chosen = clean_path(random_branch(tree, random.Random(f"{seed}|{tree.task_id}")), config)
-        if chosen.reason is not None:
-            setattr(stats, chosen.reason, getattr(stats, chosen.reason) + 1)
+        if not counted(chosen, stats):
             continue
-        stats.accepted += 1
-        stats.trimmed += chosen.trimmed
         row = sft_row(tree, chosen.path)
         if any(n.goals for n in chosen.path):
             met.add(row_key(row, "messages"))
