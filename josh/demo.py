@@ -34,9 +34,10 @@ def run_with_table(recipe_path: str, overrides: list[str], *, progress: bool = T
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from josh.llm.models import ModelNotFoundError
     from josh.loop import Loop
+    from josh.loop_recipe import load_loop_recipe
     from josh.loop_report import load_loop_report
     from josh.quiet import noise_to
-    from josh.recipes import RecipeError, load_loop_recipe
+    from josh.recipes import RecipeError
     from josh.report import print_loop_report, print_seeds_report
     from josh.seeds import run_seeds
     from josh.training.data import DatasetError

@@ -38,8 +38,9 @@ from rich.console import Console
 
 from josh.components import build_components
 from josh.loop_online import OnlineArms
+from josh.loop_recipe import LoopRecipe
 from josh.loop_result import Evaluated, LoopResult, Note, Pair, RoundRecord
-from josh.recipes import LoopRecipe, TrainRecipe
+from josh.recipes import TrainRecipe
 from josh.stages import (
     Builder,
     EvalStage,

@@ -17,9 +17,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from rich.console import Console
 
+from josh.loop_recipe import LoopRecipe, load_loop_recipe
 from josh.loop_report import REPORT_JSON, ComparisonEntry, LoopReport, load_loop_report
 from josh.metrics import bootstrap
-from josh.recipes import LoopRecipe, load_loop_recipe
 
 SEEDS_FILE = "seeds.yaml"
 

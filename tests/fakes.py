@@ -34,7 +34,8 @@ from typing import Any
 from josh.agents.base import AgentTurn, PromptFrame
 from josh.components import ComponentOptions, Components, build_env
 from josh.envs.base import ConversationState
-from josh.recipes import LoopRecipe, RecipeError
+from josh.loop_recipe import LoopRecipe
+from josh.recipes import RecipeError
 from josh.types import CallRecord, ErrorCategory, Goal, Message, Task, ToolCall, ToolResult, assistant, tool_result
 from josh.users.base import UserTurn
 

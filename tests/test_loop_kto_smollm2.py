@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from josh.loop import Loop
-from josh.recipes import load_loop_recipe
+from josh.loop_recipe import load_loop_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -132,7 +132,8 @@ def test_bad_recipes_are_refused(tmp_path: Path, changes: dict[str, Any], messag
 
 
 def test_loop_recipe_files_load_and_unknown_keys_are_named(tmp_path: Path) -> None:
-    from josh.recipes import RecipeError, load_loop_recipe
+    from josh.loop_recipe import load_loop_recipe
+    from josh.recipes import RecipeError
 
     root = Path(__file__).resolve().parents[1] / "recipes"
     demo = load_loop_recipe(root / "demo-cpu.yaml")

@@ -11,8 +11,8 @@ import pytest
 
 from josh.envs.toolwoz.schema import openai_tools
 from josh.loop import Loop
+from josh.loop_recipe import load_loop_recipe
 from josh.manifest import input_digest, read_manifest
-from josh.recipes import load_loop_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from josh.cli import app
 from josh.cli_options import components_from
 from josh.components import ComponentOptions, build_components, check_names
-from josh.recipes import LoopRecipe, load_loop_recipe, load_recipe
+from josh.loop_recipe import LoopRecipe, load_loop_recipe
+from josh.recipes import load_recipe
 from josh.runspec import RunSpec
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from josh.loop_recipe import LoopRecipe
 from josh.manifest import read_manifest
-from josh.recipes import LoopRecipe
 from josh.stages import MergeStage, StageContext, Unfinished
 
 

@@ -26,9 +26,10 @@ from josh.components import ComponentOptions, Components
 from josh.envs import build_env
 from josh.envs.base import Env
 from josh.llm.base import Sampling
+from josh.loop_recipe import LoopRecipe
 from josh.loop_result import LoopResult
 from josh.manifest import Input, run_stage, stage_done
-from josh.recipes import LoopRecipe, TrainRecipe
+from josh.recipes import TrainRecipe
 
 Trainer = Callable[[TrainRecipe, bool], Path]
 Builder = Callable[[ComponentOptions], Components]
