@@ -39,7 +39,7 @@ from rich.console import Console
 from josh.components import build_components
 from josh.loop_online import OnlineArms
 from josh.loop_recipe import LoopRecipe
-from josh.loop_result import Evaluated, LoopResult, Note, Pair, RoundRecord
+from josh.loop_result import RETRAIN, Evaluated, LoopResult, Note, Pair, RoundRecord
 from josh.recipes import TrainRecipe
 from josh.stages import (
     Builder,
@@ -195,7 +195,7 @@ class Loop(OnlineArms):
         else:
             self.result.headline = Pair(model=final, baseline=start, role="headline")
             self.result.compare(final, start, "headline")
-            self.result.compare(final, "control-retrain", "JOSH vs control")
+            self.result.compare(final, RETRAIN, "JOSH vs control")
 
     def _round(self, r: int) -> str | None:
         """One round; returns the label of the policy arm's new model, if it trained one."""
@@ -317,7 +317,7 @@ class Loop(OnlineArms):
     def _retrain_control(self, warm: Path | None, start: str) -> None:
         """control-retrain: the start policy's own rows, another training seed and row order (the noise floor)."""
         if warm is None or self.recipe.sft is None:
-            self.note("control-retrain", 0, "the start policy is the base model, with no rows of its own to retrain on")
+            self.note(RETRAIN, 0, "the start policy is the base model, with no rows of its own to retrain on")
             return
         folder = self.run_dir / "round-0" / "control-retrain"
         train = self.train_stage(
@@ -325,10 +325,10 @@ class Loop(OnlineArms):
             seed_offset=RETRAIN_SEED_OFFSET, shuffle=True,
         )  # fmt: skip
         if train.adapter is None:
-            self.note("control-retrain", 0, f"could not be trained: {train.why_ended()}")
+            self.note(RETRAIN, 0, f"could not be trained: {train.why_ended()}")
             return
-        self.evaluate("control-retrain", 0, folder / "eval", train.adapter, "control-retrain")
-        self.result.compare("control-retrain", start, "noise floor")
+        self.evaluate(RETRAIN, 0, folder / "eval", train.adapter, RETRAIN)
+        self.result.compare(RETRAIN, start, "noise floor")
 
     def seed_variants(self, label: str, train: Path, evaluation: Path, rows: list[Path], **how: Any) -> None:
         """``train_seeds``: the SFT-recipe model ``label`` trained and evaluated again at each further training seed

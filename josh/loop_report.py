@@ -9,6 +9,7 @@ reports what it has.
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,12 +19,13 @@ from josh.arm_costs import ArmCost, arm_costs
 from josh.evaluate import RESULTS, SUMMARY
 from josh.extract import STATS_FILE as EXTRACT_STATS
 from josh.jsonl import iter_jsonl
-from josh.loop_result import LoopResult, RoundRecord
+from josh.loop_result import RETRAIN, LoopResult, RoundRecord
 from josh.metrics import Interval, Summary, bootstrap, paired_difference
 from josh.rollout import STATS_FILE as ROLLOUT_STATS
 from josh.training.runner import METRICS
 
 REPORT_JSON = "report.json"
+START_DRAWS = "start, two training draws"
 
 
 class ModelEntry(BaseModel):
@@ -130,6 +132,9 @@ class LoopReport(BaseModel):
     unfinished: str | None = Field(None, description="the first stage that has not finished, if any")
 
     def model(self, label: str) -> ModelEntry | None:
+        """An evaluated model by label; ``START_DRAWS`` is the start policy pooled with control-retrain."""
+        if label == START_DRAWS:
+            return start_draws(self.models, self.headline.baseline) if self.headline is not None else None
         return next((m for m in self.models if m.label == label), None)
 
 
@@ -192,6 +197,31 @@ def _models(result: LoopResult) -> list[ModelEntry]:
     return models
 
 
+def _draws(model: ModelEntry, task: str) -> list[float]:
+    """A model's reward on a task per training seed (its trials averaged)."""
+    rewards = model.per_task[task]
+    return list(rewards) if model.seed_rewards else [statistics.fmean(rewards)]
+
+
+def start_draws(models: list[ModelEntry], start: str) -> ModelEntry | None:
+    """The start policy pooled with control-retrain, the same rows trained at another seed: per task, one reward per
+    training draw, a steadier estimate of the start than either draw alone (None without both). Only its average
+    reward is pooled; it is compared with, not listed among, the evaluated models."""
+    first = next((m for m in models if m.label == start), None)
+    second = next((m for m in models if m.label == RETRAIN), None)
+    if first is None or second is None:
+        return None
+    shared = sorted(first.per_task.keys() & second.per_task.keys())
+    per_task = {t: _draws(first, t) + _draws(second, t) for t in shared}
+    draws = len(next(iter(per_task.values()), []))
+    seed_rewards = [statistics.fmean(v[k] for v in per_task.values()) for k in range(draws)]
+    summary = first.summary.model_copy(update={"average_reward": bootstrap(list(per_task.values()))})
+    return ModelEntry(
+        label=START_DRAWS, arm="start", round=0, folder=first.folder, summary=summary, per_task=per_task,
+        seed_rewards=seed_rewards,
+    )  # fmt: skip
+
+
 def _harvest(record: RoundRecord) -> HarvestEntry:
     entry = HarvestEntry(round=record.round, policy=record.policy)
     rollout = _read_json(record.rollouts / ROLLOUT_STATS) or {}
@@ -247,6 +277,10 @@ def build_report(result: LoopResult, *, title: str) -> LoopReport:
         for p in result.pairs
         if p.model in by_label and p.baseline in by_label
     ]
+    final = result.headline
+    pooled = start_draws(models, final.baseline) if final is not None and final.model in by_label else None
+    if final is not None and pooled is not None:
+        comparisons.append(compare(by_label[final.model], pooled, "vs the start's two draws"))
     headline = None
     if result.headline is not None:
         key = (result.headline.model, result.headline.baseline)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+RETRAIN = "control-retrain"  # the start policy retrained on its own rows at another training seed
+
 
 @dataclass
 class Evaluated:

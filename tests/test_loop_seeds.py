@@ -10,14 +10,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from josh.cli import app
 from josh.components import ComponentOptions, Components
-from josh.loop_report import LoopReport, ModelEntry, compare, load_loop_report
+from josh.loop_report import START_DRAWS, LoopReport, ModelEntry, compare, load_loop_report, start_draws
+from josh.loop_result import RETRAIN
 from josh.manifest import read_manifest
 from josh.metrics import bootstrap, summarize
-from josh.seeds import SeedsReport, increment_line, pooled_headline, rebuild, run_seeds
+from josh.seeds import SeedsReport, combine, increment_line, pooled_headline, rebuild, run_seeds
 from tests.fakes import StubTrainer, builder, merger, recipe
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,3 +137,44 @@ def test_report_of_a_folder_without_a_loop_is_a_clear_error(tmp_path: Path) -> N
         capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     assert bench.returncode == 2 and "no report.json" in bench.stderr
+
+
+def test_the_start_pooled_with_control_retrain_by_hand() -> None:
+    start = entry("warm start", {"a": 0.0, "b": 1.0, "c": 0.0})
+    start.per_task["c"] = [0.0, 1.0]  # two trials: one draw of 0.5
+    retrain = entry(RETRAIN, {"a": 1.0, "b": 1.0, "c": 0.5})
+    final = entry("round 1 JOSH-SFT", {"a": 1.0, "b": 0.5, "c": 1.0})
+    pooled = start_draws([start, retrain, final], "warm start")
+    assert pooled is not None and pooled.label == START_DRAWS
+    assert pooled.per_task == {"a": [0.0, 1.0], "b": [1.0, 1.0], "c": [0.5, 0.5]}
+    assert pooled.seed_rewards == pytest.approx([0.5, 2.5 / 3])
+    assert pooled.summary.average_reward.mean == pytest.approx((0.5 + 1.0 + 0.5) / 3)
+    assert start_draws([start, final], "warm start") is None  # no control-retrain, no pooled start
+
+    vs = compare(final, pooled, "vs the start's two draws")
+    assert vs.difference == pytest.approx((0.5 - 0.5 + 0.5) / 3) and (vs.better, vs.worse) == (2, 1)
+    reports = []
+    for seed in (0, 1):
+        report = LoopReport(
+            title="t", run_dir=f"seed-{seed}", seed=seed, start="warm start", models=[start, retrain, final],
+            headline=compare(final, start, "headline"), comparisons=[vs],
+        )  # fmt: skip
+        assert report.model(START_DRAWS) == pooled and START_DRAWS not in [m.label for m in report.models]
+        reports.append(report)
+    combined = combine(reports, Path("runs"), "t")
+    entry_ = next(c for c in combined.comparisons if c.baseline == START_DRAWS)
+    assert entry_.per_seed == pytest.approx([vs.difference] * 2) and entry_.tasks == 3
+
+
+def test_the_loop_compares_its_last_policy_with_both_draws_of_the_start(tmp_path: Path) -> None:
+    from josh.loop import Loop
+    from tests.fakes import RecordingTrainer
+
+    changes = {"kto": None, "controls": {"retrain": True}}
+    Loop(recipe(tmp_path, **changes), trainer=RecordingTrainer(), builder=builder, progress=False).run()
+    report = load_loop_report(tmp_path / "scripted")
+    vs = next(c for c in report.comparisons if c.baseline == START_DRAWS)
+    expected = compare(report.model(vs.model), report.model(START_DRAWS), vs.role)
+    assert vs == expected and vs.model == report.headline.model and vs.tasks == report.headline.tasks
+    assert START_DRAWS not in [m.label for m in report.models]
+    assert "start, two training draws" in (tmp_path / "scripted" / "report.md").read_text()
