@@ -87,6 +87,19 @@ def headline_text(report: LoopReport) -> str:
     return f"JOSH increment: none ({reasons[0] if reasons else 'no JOSH model was evaluated'})"
 
 
+def start_draws_text(report: LoopReport) -> str | None:
+    """One line: the newest policy against the start's two training draws, when the loop trained control-retrain."""
+    from josh.loop_report import START_DRAWS
+
+    c = next((c for c in report.comparisons if c.baseline == START_DRAWS), None)
+    if c is None:
+        return None
+    return (
+        f"Against the start's two training draws (warm start and control-retrain averaged per task; not the "
+        f"headline): {fmt_interval(c.interval, signed=True)} ({c.better} better, {c.worse} worse)"
+    )
+
+
 def model_name(m: ModelEntry) -> str:
     """The model's label, with its training seeds' rewards when its average reward pools several."""
     if not m.seed_rewards:
@@ -192,6 +205,8 @@ def write_loop_markdown(report: LoopReport, run_dir: Path) -> Path:
 
     plots = run_dir / "plots"
     lines = [f"# {report.title}", "", f"**{headline_text(report)}**", ""]
+    if (steadier := start_draws_text(report)) is not None:
+        lines += [steadier, ""]
     if report.unfinished:
         lines += [f"The loop has not finished: the next stage is {report.unfinished!r}.", ""]
     models = report.models
@@ -273,6 +288,8 @@ def print_loop_report(report: LoopReport, console: Console) -> None:
         _print_table(console, "paired comparisons (per-task differences)", *comparison_rows(shown))
     for line in note_lines(report):
         console.print(f"[yellow]ended:[/yellow] {line}", highlight=False)
+    if (steadier := start_draws_text(report)) is not None:
+        console.print(steadier, highlight=False)
     console.print(f"[bold]{headline_text(report)}[/bold]", highlight=False)
 
 

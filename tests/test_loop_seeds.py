@@ -19,6 +19,7 @@ from josh.loop_report import START_DRAWS, LoopReport, ModelEntry, compare, load_
 from josh.loop_result import RETRAIN
 from josh.manifest import read_manifest
 from josh.metrics import bootstrap, summarize
+from josh.report import fmt_interval, start_draws_text
 from josh.seeds import SeedsReport, combine, increment_line, pooled_headline, rebuild, run_seeds
 from tests.fakes import StubTrainer, builder, merger, recipe
 
@@ -160,6 +161,8 @@ def test_the_start_pooled_with_control_retrain_by_hand() -> None:
             headline=compare(final, start, "headline"), comparisons=[vs],
         )  # fmt: skip
         assert report.model(START_DRAWS) == pooled and START_DRAWS not in [m.label for m in report.models]
+        assert start_draws_text(report).endswith(f"{fmt_interval(vs.interval, signed=True)} (2 better, 1 worse)")
+        assert start_draws_text(report.model_copy(update={"comparisons": []})) is None
         reports.append(report)
     combined = combine(reports, Path("runs"), "t")
     entry_ = next(c for c in combined.comparisons if c.baseline == START_DRAWS)
@@ -177,4 +180,8 @@ def test_the_loop_compares_its_last_policy_with_both_draws_of_the_start(tmp_path
     expected = compare(report.model(vs.model), report.model(START_DRAWS), vs.role)
     assert vs == expected and vs.model == report.headline.model and vs.tasks == report.headline.tasks
     assert START_DRAWS not in [m.label for m in report.models]
-    assert "start, two training draws" in (tmp_path / "scripted" / "report.md").read_text()
+    markdown = (tmp_path / "scripted" / "report.md").read_text()
+    assert (
+        f"Against the start's two training draws (warm start and control-retrain averaged per task; not the "
+        f"headline): {fmt_interval(vs.interval, signed=True)}" in markdown
+    )
