@@ -156,14 +156,19 @@ def task_rewards(path: Path) -> dict[str, list[float]]:
     return rewards
 
 
+def pool_draws(draws: list[dict[str, float]]) -> tuple[dict[str, list[float]], list[float]]:
+    """Several draws of a model (each its reward per task): one reward per draw for each task every draw has, and
+    each draw's mean over those tasks."""
+    shared = sorted(set.intersection(*(set(d) for d in draws)))
+    per_task = {t: [d[t] for d in draws] for t in shared}
+    means = [sum(d[t] for t in shared) / len(shared) if shared else 0.0 for d in draws]
+    return per_task, means
+
+
 def pooled_task_rewards(folders: list[Path]) -> tuple[dict[str, list[float]], list[float]]:
     """One reward per evaluation folder for each task every folder finished (a folder's trials averaged), and each
     folder's mean over those tasks."""
-    runs = [{t: sum(v) / len(v) for t, v in task_rewards(f).items()} for f in folders]
-    shared = sorted(set.intersection(*(set(r) for r in runs)))
-    per_task = {t: [r[t] for r in runs] for t in shared}
-    means = [sum(r[t] for t in shared) / len(shared) if shared else 0.0 for r in runs]
-    return per_task, means
+    return pool_draws([{t: statistics.fmean(v) for t, v in task_rewards(f).items()} for f in folders])
 
 
 def compare(after: ModelEntry, before: ModelEntry, role: str) -> ComparisonEntry:
@@ -197,10 +202,11 @@ def _models(result: LoopResult) -> list[ModelEntry]:
     return models
 
 
-def _draws(model: ModelEntry, task: str) -> list[float]:
-    """A model's reward on a task per training seed (its trials averaged)."""
-    rewards = model.per_task[task]
-    return list(rewards) if model.seed_rewards else [statistics.fmean(rewards)]
+def _draws(model: ModelEntry) -> list[dict[str, float]]:
+    """A model's reward per task at each training seed it was evaluated at (its trials averaged)."""
+    if model.seed_rewards:
+        return [{t: v[k] for t, v in model.per_task.items()} for k in range(len(model.seed_rewards))]
+    return [{t: statistics.fmean(v) for t, v in model.per_task.items()}]
 
 
 def start_draws(models: list[ModelEntry], start: str) -> ModelEntry | None:
@@ -211,10 +217,7 @@ def start_draws(models: list[ModelEntry], start: str) -> ModelEntry | None:
     second = next((m for m in models if m.label == RETRAIN), None)
     if first is None or second is None:
         return None
-    shared = sorted(first.per_task.keys() & second.per_task.keys())
-    per_task = {t: _draws(first, t) + _draws(second, t) for t in shared}
-    draws = len(next(iter(per_task.values()), []))
-    seed_rewards = [statistics.fmean(v[k] for v in per_task.values()) for k in range(draws)]
+    per_task, seed_rewards = pool_draws(_draws(first) + _draws(second))
     summary = first.summary.model_copy(update={"average_reward": bootstrap(list(per_task.values()))})
     return ModelEntry(
         label=START_DRAWS, arm="start", round=0, folder=first.folder, summary=summary, per_task=per_task,
