@@ -148,5 +148,8 @@ def test_loop_recipe_files_load_and_unknown_keys_are_named(tmp_path: Path) -> No
     arms = load_loop_recipe(root / "arms-cpu.yaml")
     assert all(getattr(arms, arm) is not None for arm in ("sft", "kto", "tree", "grpo")) and arms.kto_from == "sft"
     assert arms.grpo_budget == "search" and arms.tree.model.name == arms.grpo.model.name == arms.setup.model
+    assert not arms.baseline and not any(
+        getattr(arms, a).optim.gradient_checkpointing for a in ("sft", "kto", "tree", "grpo")
+    )
     with pytest.raises(RecipeError, match="did you mean 'rounds'"):
         load_loop_recipe(root / "demo-cpu.yaml", ["round=2"])
