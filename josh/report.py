@@ -306,15 +306,15 @@ def seed_rows(report: SeedsReport) -> tuple[list[str], list[list[str]]]:
 
 def pooled_rows(report: SeedsReport) -> tuple[list[str], list[list[str]]]:
     """Every comparison pooled over seeds, with each seed's mean and their spread."""
-    header = ["model", "compared with", "measures", "pooled difference [95% CI]", "tasks", "per seed", "sd"]
-    header += ["seeds above / below zero"]
+    header = ["model", "compared with", "measures", "pooled difference [95% CI]", "tasks", "per seed"]
+    header += ["sd (tasks, draws)", "seeds above / below zero"]
     rows = []
     for p in [report.headline, *report.comparisons] if report.headline else report.comparisons:
         per_seed = ", ".join("-" if d is None else f"{d:+.3f}" for d in p.per_seed)
         iv = Interval(mean=p.difference, low=p.low, high=p.high)
         rows.append(
-            [p.model, p.baseline, p.role, fmt_interval(iv, signed=True), str(p.tasks), per_seed, f"{p.spread_sd:.3f}"]
-            + [f"{p.above_zero} / {p.below_zero}"]
+            [p.model, p.baseline, p.role, fmt_interval(iv, signed=True), str(p.tasks), per_seed]
+            + [f"{p.spread_sd:.3f} ({p.sampling_sd:.3f}, {p.draw_sd:.3f})", f"{p.above_zero} / {p.below_zero}"]
         )
     return header, rows
 
@@ -330,7 +330,10 @@ def write_seeds_markdown(report: SeedsReport, run_dir: Path) -> Path:
         "JOSH increment: the newest model of the policy arm minus the policy that ran the first search, per held-out "
         "task. Pooled: each task's difference averaged over the seeds, 95% bootstrap interval over tasks; a seed "
         "that trained no JOSH model counts as 0 and an unfinished one is left out. 'Seeds excluding zero' counts "
-        "the pooled seeds whose own interval lies above zero. Each seed's full report is in its folder.",
+        "the pooled seeds whose own interval lies above zero. sd: the spread of the per-seed means; in brackets, the "
+        "part that sampling the held-out tasks explains (each seed's standard error, root mean square) and the part "
+        "the models' own draws add (training seeds, the search's samples). More held-out tasks shrink the first "
+        "only. Each seed's full report is in its folder.",
         "",
         "## Seeds",
         "",

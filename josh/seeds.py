@@ -10,11 +10,12 @@ task (its policy did not change); a seed that has not finished is listed and lef
 
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 from rich.console import Console
 
 from josh.loop_recipe import LoopRecipe, load_loop_recipe
@@ -31,7 +32,11 @@ class PooledEntry(BaseModel):
     baseline: str
     role: str
     per_seed: list[float | None] = Field(default_factory=list, description="None: the seed lacks this pair")
-    spread_sd: float = 0.0
+    spread_sd: float = Field(0.0, description="standard deviation of the per-seed mean differences")
+    sampling_sd: float = Field(
+        0.0, description="the part of that spread that sampling the held-out tasks explains: the root mean square of "
+        "each seed's standard error of its mean difference",
+    )  # fmt: skip
     difference: float = 0.0
     low: float = 0.0
     high: float = 0.0
@@ -41,6 +46,13 @@ class PooledEntry(BaseModel):
     seeds: int = Field(0, description="seeds in the pool (an unfinished seed is left out)")
     above_zero: int = Field(0, description="seeds whose own interval lies above zero")
     below_zero: int = 0
+
+    @computed_field
+    @property
+    def draw_sd(self) -> float:
+        """The spread across seeds beyond task sampling: what the models' own draws (training seeds, the search's
+        samples) add. More held-out tasks shrink ``sampling_sd`` only."""
+        return math.sqrt(max(self.spread_sd**2 - self.sampling_sd**2, 0.0))
 
 
 class SeedEntry(BaseModel):
@@ -94,10 +106,12 @@ def pool(
     means = [statistics.fmean(v) for v in by_task.values()]
     seed_means = [statistics.fmean(d.values()) if d else None for d in per_seed]
     present = [m for m in seed_means if m is not None]
+    errors = [statistics.stdev(d.values()) ** 2 / len(d) for d in per_seed if d and len(d) > 1]
     iv = bootstrap([[m] for m in means])
     return PooledEntry(
         model=key[0], baseline=key[1], role=key[2], per_seed=seed_means,
         spread_sd=statistics.stdev(present) if len(present) > 1 else 0.0,
+        sampling_sd=math.sqrt(statistics.fmean(errors)) if errors else 0.0,
         difference=iv.mean, low=iv.low, high=iv.high, tasks=len(means),
         better=sum(m > 0 for m in means), worse=sum(m < 0 for m in means), seeds=len(present),
         above_zero=sum(1 for e in seed_entries if e is not None and e.low > 0),

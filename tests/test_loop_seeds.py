@@ -65,7 +65,9 @@ def test_seeds_run_apart_and_pool_into_one_report(tmp_path: Path) -> None:
     assert trees[0] != trees[1]
     assert report.headline is not None and len(report.headline.per_seed) == 2 and report.headline.tasks == 6
     assert json.loads((parent / "report.json").read_text())["kind"] == "seeds"
-    assert "## Seeds" in (parent / "report.md").read_text()
+    assert (
+        "## Seeds" in (parent / "report.md").read_text() and "sd (tasks, draws)" in (parent / "report.md").read_text()
+    )
 
     assert rebuild(parent) == report  # `josh report` rebuilds the same report from the finished stages
     cli = CliRunner().invoke(app, ["report", str(parent), "--json"])
@@ -109,6 +111,18 @@ def test_pooled_increment_by_hand() -> None:
     assert (
         LINE.match(line) and line.startswith("JOSH increment: +0.444 [") and line.endswith("seeds excluding zero: 1/3")
     )
+
+
+def test_the_spread_across_seeds_splits_into_task_sampling_and_model_draws() -> None:
+    start = {"a": 0.0, "b": 0.0}
+    alike = pooled_headline([seed_report(start, {"a": 1.0, "b": 1.0}, 0), seed_report(start, start, 1)])
+    assert alike.sampling_sd == 0.0  # every task moved alike within each seed: no sampling error
+    assert alike.spread_sd == pytest.approx(0.5**0.5) and alike.draw_sd == pytest.approx(0.5**0.5)
+    mixed = pooled_headline([seed_report(start, {"a": 1.0, "b": 0.0}, 0), seed_report(start, start, 1)])
+    # seed 0: mean 0.5, standard error sqrt(0.5 / 2) = 0.5; seed 1: 0 and 0. Sampling explains the whole spread.
+    assert mixed.spread_sd == pytest.approx(0.125**0.5) and mixed.sampling_sd == pytest.approx(0.125**0.5)
+    assert mixed.draw_sd == pytest.approx(0.0, abs=1e-9)
+    assert SeedsReport(title="t", run_dir="r", headline=alike).model_dump()["headline"]["draw_sd"] == alike.draw_sd
 
 
 def test_unfinished_seed_is_left_out_of_the_pool() -> None:
