@@ -106,12 +106,12 @@ def pool(
     means = [statistics.fmean(v) for v in by_task.values()]
     seed_means = [statistics.fmean(d.values()) if d else None for d in per_seed]
     present = [m for m in seed_means if m is not None]
-    errors = [statistics.stdev(d.values()) ** 2 / len(d) for d in per_seed if d and len(d) > 1]
+    squared_errors = [statistics.variance(d.values()) / len(d) for d in per_seed if d and len(d) > 1]
     iv = bootstrap([[m] for m in means])
     return PooledEntry(
         model=key[0], baseline=key[1], role=key[2], per_seed=seed_means,
         spread_sd=statistics.stdev(present) if len(present) > 1 else 0.0,
-        sampling_sd=math.sqrt(statistics.fmean(errors)) if errors else 0.0,
+        sampling_sd=math.sqrt(statistics.fmean(squared_errors)) if squared_errors else 0.0,
         difference=iv.mean, low=iv.low, high=iv.high, tasks=len(means),
         better=sum(m > 0 for m in means), worse=sum(m < 0 for m in means), seeds=len(present),
         above_zero=sum(1 for e in seed_entries if e is not None and e.low > 0),

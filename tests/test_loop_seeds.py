@@ -65,9 +65,8 @@ def test_seeds_run_apart_and_pool_into_one_report(tmp_path: Path) -> None:
     assert trees[0] != trees[1]
     assert report.headline is not None and len(report.headline.per_seed) == 2 and report.headline.tasks == 6
     assert json.loads((parent / "report.json").read_text())["kind"] == "seeds"
-    assert (
-        "## Seeds" in (parent / "report.md").read_text() and "sd (tasks, draws)" in (parent / "report.md").read_text()
-    )
+    markdown = (parent / "report.md").read_text()
+    assert "## Seeds" in markdown and "sd (tasks, draws)" in markdown
 
     assert rebuild(parent) == report  # `josh report` rebuilds the same report from the finished stages
     cli = CliRunner().invoke(app, ["report", str(parent), "--json"])
