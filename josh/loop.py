@@ -122,11 +122,15 @@ class Loop(OnlineArms):
             warm = self.warm_start(recipe.warm_start)
             self.sft_sources.append(warm)
             self.control_sources.append(warm)
-            train = self.train_stage("warm-start train", round0 / "warmstart" / "train", recipe.sft, [warm], "sft")
+            warm_sft = recipe.warm_sft
+            assert warm_sft is not None
+            train = self.train_stage("warm-start train", round0 / "warmstart" / "train", warm_sft, [warm], "sft")
             if train.adapter is None:
                 raise ValueError(f"the warm start could not be trained: {train.why_ended()}")
             self.evaluate("warm start", 0, round0 / "warmstart" / "eval", train.adapter, "warm start")
-            self.seed_variants("warm start", round0 / "warmstart" / "train", round0 / "warmstart" / "eval", [warm])
+            self.seed_variants(
+                "warm start", round0 / "warmstart" / "train", round0 / "warmstart" / "eval", [warm], arm=warm_sft
+            )
             self.result.compare("warm start", "base", "warm start")
             self.policy, self.policy_label = train.adapter, "warm start"
         start = self.policy_label
@@ -316,12 +320,13 @@ class Loop(OnlineArms):
 
     def _retrain_control(self, warm: Path | None, start: str) -> None:
         """control-retrain: the start policy's own rows, another training seed and row order (the noise floor)."""
-        if warm is None or self.recipe.sft is None:
+        arm = self.recipe.warm_sft
+        if warm is None or arm is None:
             self.note(RETRAIN, 0, "the start policy is the base model, with no rows of its own to retrain on")
             return
         folder = self.run_dir / "round-0" / "control-retrain"
         train = self.train_stage(
-            "control-retrain train", folder / "train", self.recipe.sft, [warm], "sft",
+            "control-retrain train", folder / "train", arm, [warm], "sft",
             seed_offset=RETRAIN_SEED_OFFSET, shuffle=True,
         )  # fmt: skip
         if train.adapter is None:
@@ -330,15 +335,19 @@ class Loop(OnlineArms):
         self.evaluate(RETRAIN, 0, folder / "eval", train.adapter, RETRAIN)
         self.result.compare(RETRAIN, start, "noise floor")
 
-    def seed_variants(self, label: str, train: Path, evaluation: Path, rows: list[Path], **how: Any) -> None:
+    def seed_variants(
+        self, label: str, train: Path, evaluation: Path, rows: list[Path], arm: TrainRecipe | None = None, **how: Any
+    ) -> None:
         """``train_seeds``: the SFT-recipe model ``label`` trained and evaluated again at each further training seed
-        (its rows reshuffled) into ``<train>-seed<k>/`` and ``<evaluation>-seed<k>/``; the report pools them."""
-        assert self.recipe.sft is not None
+        (its rows reshuffled) into ``<train>-seed<k>/`` and ``<evaluation>-seed<k>/``; the report pools them. ``arm``:
+        the training recipe (default: the sft arm)."""
+        arm = arm or self.recipe.sft
+        assert arm is not None
         entry = next(e for e in self.result.evaluated if e.label == label)
         for k in range(1, self.recipe.train_seeds):
             name, suffix = f"{label} train (seed {k})", f"-seed{k}"
             stage = self.train_stage(
-                name, train.with_name(train.name + suffix), self.recipe.sft, rows, "sft",
+                name, train.with_name(train.name + suffix), arm, rows, "sft",
                 seed_offset=k * TRAIN_SEED_STEP, shuffle=True, **how,
             )  # fmt: skip
             if stage.adapter is None:

@@ -177,6 +177,14 @@ class LoopRecipe(StrictModel):
         return self.policy or next(arm for arm in ARMS if getattr(self, arm) is not None)
 
     @property
+    def warm_sft(self) -> TrainRecipe | None:
+        """The sft recipe as the warm start and control-retrain train it: with ``warm_start.epochs`` when set."""
+        if self.sft is None or self.warm_start is None or self.warm_start.epochs is None:
+            return self.sft
+        optim = self.sft.optim.model_copy(update={"epochs": self.warm_start.epochs})
+        return self.sft.model_copy(update={"optim": optim})
+
+    @property
     def run_dir(self) -> Path:
         return self.output_dir / self.name
 

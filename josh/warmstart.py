@@ -42,6 +42,12 @@ class WarmStartConfig(BaseModel):
     user: str = Field("agenda", description="rule-based user simulator that talks to the oracle")
     max_turns: int = Field(15, ge=1)
     min_reward: float = Field(1.0, ge=0.0, le=1.0, description="conversations below this reward are dropped")
+    epochs: float | None = Field(
+        None,
+        gt=0,
+        description="training epochs of the warm-start adapter and of control-retrain (default: the sft recipe's); "
+        "a handful of demonstrations needs more passes to reach as many optimizer steps",
+    )
 
 
 class WarmStartStats(BaseModel):

@@ -11,6 +11,7 @@ import pytest
 
 from josh.loop import Loop
 from josh.loop_report import load_loop_report
+from josh.manifest import read_manifest
 from josh.seeds import rebuild
 from tests.fakes import RecordingTrainer, StubTrainer, builder, hopeless, lines, merger, recipe
 
@@ -91,6 +92,23 @@ def test_a_last_round_control_trains_on_random_branches_of_every_round(tmp_path:
     assert len(control) == len(josh) and control != josh
 
 
+def test_warm_start_epochs_train_the_start_and_its_retrain_only(tmp_path: Path) -> None:
+    trainer = RecordingTrainer()
+    changes = {"kto": None, "train_seeds": 2, "warm_start": {"tasks": 6, "epochs": 8}, "controls": {"retrain": True}}
+    Loop(recipe(tmp_path, **changes), trainer=trainer, builder=builder, progress=False).run()
+    run_dir = tmp_path / "scripted"
+    epochs = {Path(folder).relative_to(run_dir).as_posix(): r.optim.epochs for folder, r in trainer.recipes.items()}
+    assert epochs == {
+        "round-0/warmstart/train": 8,
+        "round-0/warmstart/train-seed1": 8,
+        "round-0/control-retrain/train": 8,
+        "round-1/train-sft": 1,
+        "round-1/train-sft-seed1": 1,
+    }
+    manifest = read_manifest(run_dir / "round-0" / "warmstart" / "data")
+    assert manifest is not None and "epochs" not in manifest.config["warm_start"]  # training does not change rows
+
+
 def test_a_matched_random_control_without_josh_rows_ends_with_a_note(tmp_path: Path) -> None:
     changes = {"kto": None, "controls": {"random": True, "random_rows": "match"}}
     Loop(recipe(tmp_path, **changes), trainer=StubTrainer(), builder=hopeless, progress=False).run()
@@ -100,7 +118,7 @@ def test_a_matched_random_control_without_josh_rows_ends_with_a_note(tmp_path: P
 
 
 def test_kto_policy_searches_the_next_round(tmp_path: Path) -> None:
-    from josh.manifest import input_digest, read_manifest
+    from josh.manifest import input_digest
 
     changes = {"kto_from": "sft", "policy": "kto", "rounds": 2}
     Loop(recipe(tmp_path, **changes), trainer=StubTrainer(), builder=builder, merger=merger, progress=False).run()

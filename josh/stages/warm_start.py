@@ -28,7 +28,8 @@ class WarmStartStage(Stage):
         self.rows = self.folder / ROWS_FILE  # the SFT rows
 
     def settings(self) -> dict[str, Any]:
-        return {"warm_start": self.config.model_dump(mode="json"), "setup": self.ctx.setup_settings()}
+        rows = self.config.model_dump(mode="json", exclude={"epochs"})  # training epochs do not change the rows
+        return {"warm_start": rows, "setup": self.ctx.setup_settings()}
 
     def outputs(self) -> list[Path]:
         return [self.rows]
