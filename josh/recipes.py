@@ -66,6 +66,10 @@ class OptimSpec(StrictModel):
 
     epochs: float = Field(1.0, gt=0)
     max_steps: int = -1
+    min_steps: int = Field(
+        0, ge=0, description="train at least this many optimizer steps, passing over the rows again when epochs "
+        "give fewer (0: off); keeps a round with few rows from being undertrained"
+    )
     learning_rate: float = Field(2e-5, gt=0)
     per_device_batch_size: int = Field(1, gt=0)
     gradient_accumulation_steps: int = Field(1, gt=0)
@@ -144,6 +148,11 @@ class TrainRecipe(StrictModel):
             raise ValueError(
                 "model.adapter (continue a LoRA adapter) needs method sft, tree or grpo with lora.enabled; KTO and DPO "
                 "take their reference from the adapter-free base, so they start from a fresh adapter"
+            )
+        if self.optim.min_steps and (self.optim.max_steps > 0 or self.method == "grpo"):
+            raise ValueError(
+                "optim.min_steps counts passes over a data file: it cannot be combined with optim.max_steps, and GRPO "
+                "(which samples its own rollouts) takes optim.max_steps instead"
             )
         return self
 

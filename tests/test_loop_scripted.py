@@ -149,6 +149,10 @@ def test_loop_recipe_files_load_and_unknown_keys_are_named(tmp_path: Path) -> No
     assert few.warm_start.tasks == 6 and few.warm_sft.optim.epochs == 8 and few.sft.optim.epochs == 2
     same = few.model_copy(update={"name": science.name, "seeds": science.seeds, "warm_start": science.warm_start})
     assert same == science  # the 6-demonstration recipe differs from science-cpu in its warm start only
+    longer = load_loop_recipe(root / "science-6demos-minsteps-cpu.yaml")
+    assert longer.sft.optim.min_steps == 24 and few.sft.optim.min_steps == 0
+    optim = longer.sft.optim.model_copy(update={"min_steps": 0})
+    assert longer.model_copy(update={"name": few.name, "sft": longer.sft.model_copy(update={"optim": optim})}) == few
     arms = load_loop_recipe(root / "arms-cpu.yaml")
     assert all(getattr(arms, arm) is not None for arm in ("sft", "kto", "tree", "grpo")) and arms.kto_from == "sft"
     assert arms.grpo_budget == "search" and arms.tree.model.name == arms.grpo.model.name == arms.setup.model

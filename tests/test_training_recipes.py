@@ -66,6 +66,42 @@ def test_4bit_needs_lora():
         build_recipe({"quantization": {"load_in_4bit": True}, "lora": {"enabled": False}})
 
 
+@given(
+    rows=st.integers(1, 200),
+    batch=st.integers(1, 8),
+    accumulate=st.integers(1, 4),
+    epochs=st.sampled_from([0.5, 1.0, 2.0, 3.0]),
+    min_steps=st.integers(0, 60),
+)
+def test_min_steps_raises_short_runs_only(rows, batch, accumulate, epochs, min_steps):
+    from josh.training.config import optimizer_steps, with_min_steps
+
+    optim = {"per_device_batch_size": batch, "gradient_accumulation_steps": accumulate, "epochs": epochs}
+    recipe = build_recipe({"optim": {**optim, "min_steps": min_steps}})
+    steps = optimizer_steps(recipe, rows)
+    assert steps >= 1 and steps == optimizer_steps(build_recipe({"optim": optim}), rows)
+    raised = with_min_steps(recipe, rows)
+    if steps >= min_steps:
+        assert raised is recipe
+    else:
+        assert raised.optim.max_steps == min_steps and raised.optim.min_steps == 0
+
+
+def test_min_steps_counts_like_the_trainer():
+    from josh.training.config import optimizer_steps
+
+    recipe = build_recipe({"optim": {"epochs": 2, "per_device_batch_size": 2, "gradient_accumulation_steps": 1}})
+    assert [optimizer_steps(recipe, n) for n in (6, 7, 1)] == [6, 8, 2]
+    assert optimizer_steps(recipe, 8, processes=2) == 4
+
+
+def test_min_steps_needs_a_data_file_and_no_max_steps():
+    with pytest.raises(RecipeError, match="min_steps"):
+        build_recipe({"optim": {"min_steps": 10, "max_steps": 5}})
+    with pytest.raises(RecipeError, match="min_steps"):
+        build_recipe({"method": "grpo", "optim": {"min_steps": 10}})
+
+
 def test_continuing_an_adapter_is_sft_with_lora_only():
     assert build_recipe({"model": {"adapter": "runs/x/train"}}).model.adapter == "runs/x/train"
     with pytest.raises(RecipeError, match="model.adapter"):

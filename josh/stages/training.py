@@ -58,18 +58,20 @@ class TrainStage(Stage):
         return config
 
     def earlier_settings(self) -> list[dict[str, Any]]:
-        """Recipes gained ``grpo.user_options``, and before that the ``tree`` and ``grpo`` sections: a run recorded
-        without them (empty, at their defaults) is the same run."""
+        """Recipes gained ``optim.min_steps``, ``grpo.user_options``, and before them the ``tree`` and ``grpo``
+        sections: a run recorded without them (at their defaults) is the same run."""
         current = self.settings()
         train = current["train"]
         if train["grpo"]["user_options"]:
             return []
         grpo = {k: v for k, v in train["grpo"].items() if k != "user_options"}
-        earlier = [{**current, "train": {**train, "grpo": grpo}}]
+        forms = [current, {**current, "train": {**train, "grpo": grpo}}]
         defaults = TrainRecipe().model_dump(mode="json")
         if all(train[k] == defaults[k] for k in ("tree", "grpo")):
-            earlier.append({**current, "train": {k: v for k, v in train.items() if k not in ("tree", "grpo")}})
-        return earlier
+            forms.append({**current, "train": {k: v for k, v in train.items() if k not in ("tree", "grpo")}})
+        if train["optim"]["min_steps"] == 0:
+            forms += [_without_min_steps(form) for form in forms]
+        return forms[1:]
 
     def inputs(self) -> dict[str, Input]:
         inputs: dict[str, Input] = {f"data{i}": p for i, p in enumerate(self.sources)}
@@ -123,3 +125,9 @@ def _concat(sources: list[Path], target: Path, rng: random.Random | None = None)
     if rng is not None:
         rng.shuffle(lines)
     write_atomic(target, lines)
+
+
+def _without_min_steps(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings as recorded before ``optim.min_steps`` existed."""
+    optim = {k: v for k, v in settings["train"]["optim"].items() if k != "min_steps"}
+    return {**settings, "train": {**settings["train"], "optim": optim}}

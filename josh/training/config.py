@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,25 @@ def check_liger_kernel(enabled: bool) -> None:
         )
     if importlib.util.find_spec("liger_kernel") is None or importlib.util.find_spec("triton") is None:
         raise RecipeError("optim.liger_kernel needs liger-kernel and triton: pip install 'josh[liger]'")
+
+
+def optimizer_steps(recipe: TrainRecipe, rows: int, processes: int = 1) -> int:
+    """The optimizer steps ``rows`` make under the recipe's epochs, batch size and accumulation (as the trainer counts)."""
+    opt = recipe.optim
+    batches = math.ceil(rows / (opt.per_device_batch_size * processes))
+    return math.ceil(opt.epochs * max(batches // opt.gradient_accumulation_steps, 1))
+
+
+def with_min_steps(recipe: TrainRecipe, rows: int, processes: int = 1) -> TrainRecipe:
+    """The recipe, with ``optim.max_steps`` raised to ``optim.min_steps`` when its epochs give fewer steps."""
+    wanted = recipe.optim.min_steps
+    steps = optimizer_steps(recipe, rows, processes)
+    if not wanted or steps >= wanted:
+        return recipe
+    print(f"optim.min_steps={wanted}: {rows} row(s) x {recipe.optim.epochs:g} epoch(s) make {steps} step(s); "
+          f"training {wanted}")  # fmt: skip
+    optim = recipe.optim.model_copy(update={"max_steps": wanted, "min_steps": 0})
+    return recipe.model_copy(update={"optim": optim})
 
 
 def base_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:

@@ -119,6 +119,7 @@ def train(recipe: TrainRecipe, *, resume: bool = False, source: str | None = Non
 
     The terminal shows one progress bar; library warnings and progress bars go to ``train.log``."""
     from josh.quiet import noise_to
+    from josh.training.config import with_min_steps
     from josh.training.launch import process_state
     from josh.training.model import load_model, model_path
     from josh.training.reporting import LOG_FILE, quiet_trainer, write_model_card
@@ -127,6 +128,7 @@ def train(recipe: TrainRecipe, *, resume: bool = False, source: str | None = Non
     with state.main_process_first():  # the first use of `smollm2` converts it once, in the main process
         model_path(recipe.model.name)
     rows, tokenizer, checkpoint = prepare(recipe, resume=resume)
+    recipe = with_min_steps(recipe, len(rows), state.num_processes)
     run_dir = recipe.run_dir
     main = state.is_main_process
     if main:
