@@ -80,7 +80,7 @@ def run_plain(out: Path, args: argparse.Namespace) -> float:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from josh.agents.parsing import parse_act
+    from josh.agents.act import parse_act
     from josh.llm.models import resolve_model
 
     recipe = recipe_for(out, args)

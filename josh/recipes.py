@@ -67,8 +67,10 @@ class OptimSpec(StrictModel):
     epochs: float = Field(1.0, gt=0)
     max_steps: int = -1
     min_steps: int = Field(
-        0, ge=0, description="train at least this many optimizer steps, passing over the rows again when epochs "
-        "give fewer (0: off); keeps a round with few rows from being undertrained"
+        0,
+        ge=0,
+        description="train at least this many optimizer steps, passing over the rows again when epochs "
+        "give fewer (0: off); keeps a round with few rows from being undertrained",
     )
     learning_rate: float = Field(2e-5, gt=0)
     per_device_batch_size: int = Field(1, gt=0)

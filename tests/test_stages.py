@@ -76,7 +76,9 @@ def test_a_run_recorded_before_a_settings_key_existed_still_counts_as_done(tmp_p
     data = tmp_path / "rows.jsonl"
     data.write_text('{"messages": []}\n')
     stage = TrainStage(ctx, "train", ctx.run_dir / "train", ctx.recipe.sft, [data], "sft")
-    oldest = [s for s in stage.earlier_settings() if "grpo" not in s["train"] and "min_steps" not in s["train"]["optim"]]
+    oldest = [
+        s for s in stage.earlier_settings() if "grpo" not in s["train"] and "min_steps" not in s["train"]["optim"]
+    ]
     (before_sections,) = oldest
     now = stage.settings()["train"]
     optim = {k: v for k, v in now["optim"].items() if k != "min_steps"}
