@@ -153,6 +153,9 @@ def test_loop_recipe_files_load_and_unknown_keys_are_named(tmp_path: Path) -> No
     assert longer.sft.optim.min_steps == 24 and few.sft.optim.min_steps == 0
     optim = longer.sft.optim.model_copy(update={"min_steps": 0})
     assert longer.model_copy(update={"name": few.name, "sft": longer.sft.model_copy(update={"optim": optim})}) == few
+    fixed = load_loop_recipe(root / "science-6demos-kto-cpu.yaml")
+    assert fixed.policy == "kto" and fixed.train_seeds == 2 and longer.policy == "sft" and longer.train_seeds == 1
+    assert fixed.model_copy(update={"name": longer.name, "policy": "sft", "train_seeds": 1}) == longer
     arms = load_loop_recipe(root / "arms-cpu.yaml")
     assert all(getattr(arms, arm) is not None for arm in ("sft", "kto", "tree", "grpo")) and arms.kto_from == "sft"
     assert arms.grpo_budget == "search" and arms.tree.model.name == arms.grpo.model.name == arms.setup.model
