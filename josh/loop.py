@@ -16,7 +16,8 @@ and/or KTO → evaluation on the same held-out tasks, optional controls, and a r
     round-R/control-random/data/ train/ eval/   one random branch per tree instead of the ideal path (data/ only in
                                      a round before the last control round: its rows accumulate)
     round-R/extract-tree/ train-tree/ eval-tree/ train-grpo/ eval-grpo/   the tree and GRPO arms (josh.loop_online)
-    <train>-seed<k>/ <eval>-seed<k>/ an SFT-recipe model at its k-th further training seed (train_seeds)
+    <train>-seed<k>/ <eval>-seed<k>/ a model at its k-th further training seed (train_seeds); KTO on SFT trains
+                                     on that seed's SFT model, merged into merge-sft-seed<k>/
     report.md, report.json, plots/
 
 The SFT arm is retrained from the base model each round on the warm-start rows plus every round's ideal paths so
@@ -113,6 +114,7 @@ class Loop(OnlineArms):
         self.sft_sources: list[Path] = []
         self.kto_sources: list[Path] = []
         self.control_sources: list[Path] = []  # control-random's rows so far: random branches, never ideal paths
+        self.draws: dict[str, list[Path | None]] = {}  # a model's further training draws (train_seeds), by label
         for r in range(1, recipe.rounds + 1):
             rollout_tasks(self.ctx, r)  # every round has tasks to search, checked before hours of work
         if recipe.baseline:
@@ -268,7 +270,18 @@ class Loop(OnlineArms):
             base = self.merge(f"round {r} merge-sft", sft[0], folder / "merge-sft", recipe.sft.model.dtype)
         train = self.train_stage(f"round {r} train-kto", folder / "train-kto", recipe.kto, rows, "kto", base=base)
         model = self._evaluate_arm(r, arm, train, folder / "eval-kto", policy_label)
-        if model is not None and sft is not None:
+        if model is None:
+            return None
+        bases = None
+        if base is not None and sft is not None:
+            draws = self.draws.get(sft[1], [])
+            dtype = recipe.sft.model.dtype
+            bases = [
+                self.merge(f"round {r} merge-sft (seed {k})", d, folder / f"merge-sft-seed{k}", dtype) if d else None
+                for k, d in enumerate(draws, 1)
+            ]
+        self.seed_variants(model[1], folder / "train-kto", folder / "eval-kto", rows, recipe.kto, "kto", bases)
+        if sft is not None:
             self.result.compare(model[1], sft[1], "KTO on SFT")
         return model
 
@@ -336,20 +349,36 @@ class Loop(OnlineArms):
         self.result.compare(RETRAIN, start, "noise floor")
 
     def seed_variants(
-        self, label: str, train: Path, evaluation: Path, rows: list[Path], arm: TrainRecipe | None = None, **how: Any
+        self,
+        label: str,
+        train: Path,
+        evaluation: Path,
+        rows: list[Path],
+        arm: TrainRecipe | None = None,
+        method: str = "sft",
+        bases: list[Path | None] | None = None,
+        **how: Any,
     ) -> None:
-        """``train_seeds``: the SFT-recipe model ``label`` trained and evaluated again at each further training seed
-        (its rows reshuffled) into ``<train>-seed<k>/`` and ``<evaluation>-seed<k>/``; the report pools them. ``arm``:
-        the training recipe (default: the sft arm)."""
+        """``train_seeds``: the model ``label`` trained and evaluated again at each further training seed (its rows
+        reshuffled) into ``<train>-seed<k>/`` and ``<evaluation>-seed<k>/``; the report pools them, and ``draws``
+        keeps their adapters. ``arm``: the training recipe (default: the sft arm); ``bases``: the k-th draw's base
+        model (KTO on the k-th SFT draw), ``None`` where that draw has none."""
         arm = arm or self.recipe.sft
         assert arm is not None
         entry = next(e for e in self.result.evaluated if e.label == label)
+        self.draws[label] = []
         for k in range(1, self.recipe.train_seeds):
             name, suffix = f"{label} train (seed {k})", f"-seed{k}"
+            if bases is not None and (k > len(bases) or bases[k - 1] is None):
+                self.note(entry.arm, entry.round, f"training seed {k} has no model of its own to start from")
+                self.draws[label].append(None)
+                continue
+            base = {"base": bases[k - 1]} if bases is not None else {}
             stage = self.train_stage(
-                name, train.with_name(train.name + suffix), arm, rows, "sft",
-                seed_offset=k * TRAIN_SEED_STEP, shuffle=True, **how,
+                name, train.with_name(train.name + suffix), arm, rows, method,
+                seed_offset=k * TRAIN_SEED_STEP, shuffle=True, **base, **how,
             )  # fmt: skip
+            self.draws[label].append(stage.adapter)
             if stage.adapter is None:
                 self.note(entry.arm, entry.round, f"training seed {k} could not be trained: {stage.why_ended()}")
                 continue

@@ -87,8 +87,9 @@ class LoopRecipe(StrictModel):
     train_seeds: int = Field(
         1,
         ge=1,
-        description="train and evaluate each SFT-recipe model (warm start, JOSH-SFT, control-random) at this many "
-        "training seeds over the same rows (reshuffled); the report pools their rewards per task",
+        description="train and evaluate each SFT-recipe model (warm start, JOSH-SFT, control-random) and each KTO "
+        "model at this many training seeds over the same rows (reshuffled; KTO on SFT starts from the SFT model of "
+        "the same training seed); the report pools their rewards per task",
     )
     setup: RunSpec = Field(
         default_factory=RunSpec,

@@ -12,7 +12,7 @@ import pytest
 from josh.components import ComponentOptions, Components
 from josh.loop import TRAIN_SEED_STEP, Loop
 from josh.seeds import rebuild
-from tests.fakes import RecordingTrainer, builder, lines, recipe
+from tests.fakes import RecordingTrainer, builder, lines, merger, recipe
 
 
 def run_loop(tmp_path: Path, trainer: RecordingTrainer, searched: list[str] | None = None) -> Path:
@@ -76,3 +76,33 @@ def test_the_report_pools_a_models_rewards_per_task_over_its_training_seeds(tmp_
 def test_train_seeds_below_one_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="train_seeds"):
         recipe(tmp_path, train_seeds=0)
+
+
+def test_kto_on_sft_is_drawn_again_on_the_sft_model_of_the_same_training_seed(tmp_path: Path) -> None:
+    trainer, searched = RecordingTrainer(), []
+
+    def recording(options: ComponentOptions) -> Components:
+        if options.split == "train":
+            searched.append(str(options.model))
+        return builder(options)
+
+    changes = {"kto_from": "sft", "policy": "kto", "rounds": 2, "train_seeds": 2}
+    Loop(recipe(tmp_path, **changes), trainer=trainer, builder=recording, merger=merger, progress=False).run()
+    run_dir = tmp_path / "scripted"
+    for r in (1, 2):
+        folder = run_dir / f"round-{r}"
+        first, again = trainer.recipes[str(folder / "train-kto")], trainer.recipes[str(folder / "train-kto-seed1")]
+        assert again.method == "kto" and again.seed == first.seed + TRAIN_SEED_STEP and again.optim == first.optim
+        assert sorted(lines(Path(again.data))) == sorted(lines(Path(first.data)))
+        assert again.model.name == str(folder / "merge-sft-seed1") and first.model.name == str(folder / "merge-sft")
+        merged = json.loads((folder / "merge-sft-seed1" / "config.json").read_text())
+        assert merged["merged_from"] == str(folder / "train-sft-seed1")
+        assert (folder / "eval-kto-seed1" / "summary.json").is_file()
+    assert searched[-1] == str(run_dir / "round-1" / "train-kto")  # the first draw searches the next round
+    report = rebuild(run_dir)
+    kto = report.model("round 2 JOSH-SFT+KTO")
+    assert len(kto.seed_rewards) == 2 and report.headline.model == "round 2 JOSH-SFT+KTO"
+    assert "round 2 JOSH-SFT+KTO (2 training seeds: " in (run_dir / "report.md").read_text()
+    calls = len(trainer.calls)
+    Loop(recipe(tmp_path, **changes), trainer=trainer, builder=builder, merger=merger, progress=False).run()
+    assert len(trainer.calls) == calls  # a rerun finds every draw done
