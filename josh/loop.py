@@ -274,7 +274,7 @@ class Loop(OnlineArms):
             return None
         bases = None
         if base is not None and sft is not None:
-            draws = self.draws.get(sft[1], [])
+            draws = self.draws[sft[1]]  # seed_variants recorded one entry per further seed
             dtype = recipe.sft.model.dtype
             bases = [
                 self.merge(f"round {r} merge-sft (seed {k})", d, folder / f"merge-sft-seed{k}", dtype) if d else None
@@ -369,7 +369,7 @@ class Loop(OnlineArms):
         self.draws[label] = []
         for k in range(1, self.recipe.train_seeds):
             name, suffix = f"{label} train (seed {k})", f"-seed{k}"
-            if bases is not None and (k > len(bases) or bases[k - 1] is None):
+            if bases is not None and bases[k - 1] is None:
                 self.note(entry.arm, entry.round, f"training seed {k} has no model of its own to start from")
                 self.draws[label].append(None)
                 continue
