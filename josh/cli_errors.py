@@ -19,10 +19,12 @@ from typing import Any, TypeVar
 import click
 import typer
 
+from josh.llm.config import VLLM_INSTALL
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXTRAS = {
-    "vllm": "pip install 'josh[vllm]' (GPU only)",
+    "vllm": VLLM_INSTALL,
     "ray": "pip install 'josh[ray]'",
     "wandb": "pip install 'josh[wandb]'",
     **{

@@ -19,7 +19,7 @@ from josh.agents import AGENTS, Agent
 from josh.envs import ENVIRONMENTS, build_env
 from josh.envs.base import Env
 from josh.llm.base import LLM, Sampling, aclose_all
-from josh.llm.factory import LLMConfig
+from josh.llm.config import LLMConfig
 from josh.runinfo import RunInfo, run_info
 from josh.runspec import RunSpec
 from josh.types import Task

@@ -170,12 +170,20 @@ def server_env() -> dict[str, str]:
 
 
 class ModelServer:
-    """``transformers serve`` in a child process on a loopback port; a context manager that stops it on exit."""
+    """An OpenAI-compatible server in a child process on a loopback port (``transformers serve`` of ``model``, or
+    ``command`` given whole with ``{port}`` in it, e.g. ``vllm serve``); a context manager that stops it on exit."""
 
     def __init__(
-        self, model: str, *, port: int | None = None, options: list[str] | None = None, log: str | Path | None = None
+        self,
+        model: str,
+        *,
+        port: int | None = None,
+        options: list[str] | None = None,
+        log: str | Path | None = None,
+        command: list[str] | None = None,
     ) -> None:
         self.model = model
+        self.command = command
         self.host = "127.0.0.1"
         self.port = port or free_port(self.host)
         self.options = options or []
@@ -189,10 +197,13 @@ class ModelServer:
 
     def start(self, timeout_s: float = 300.0) -> ModelServer:
         """Start the server and return once it answers (it loads the model before it listens)."""
-        check_installed()
+        if self.command is None:
+            check_installed()
+            command = serve_command(self.model, self.host, self.port, self.options)
+        else:
+            command = [part.replace("{port}", str(self.port)) for part in self.command]
         self._log = self.log_path.open("a", encoding="utf-8") if self.log_path else None
         sink = self._log or subprocess.DEVNULL
-        command = serve_command(self.model, self.host, self.port, self.options)
         self.process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=server_env())
         try:
             self._wait_ready(timeout_s)
@@ -209,7 +220,7 @@ class ModelServer:
         try:
             while time.monotonic() < deadline:
                 if self.process is not None and self.process.poll() is not None:
-                    raise RuntimeError(f"transformers serve exited with code {self.process.returncode}{self._tail()}")
+                    raise RuntimeError(f"the server exited with code {self.process.returncode}{self._tail()}")
                 try:
                     client.models.list()
                     return
@@ -219,7 +230,7 @@ class ModelServer:
                     time.sleep(0.5)
         finally:
             client.close()
-        raise TimeoutError(f"transformers serve did not answer within {timeout_s:.0f} s{self._tail()}")
+        raise TimeoutError(f"the server did not answer within {timeout_s:.0f} s{self._tail()}")
 
     def _tail(self) -> str:
         if self.log_path is None or not self.log_path.is_file():

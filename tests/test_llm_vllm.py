@@ -1,14 +1,19 @@
-"""The vllm backend with a fake ``vllm`` module (vLLM has no CPU build): batching, n, LoRA requests, errors."""
+"""The vllm backend's bookkeeping with a fake ``vllm`` module: engine arguments, sampling parameters, LoRA requests,
+views, per-request errors and a dead engine. What only the real engine can show is in ``test_llm_vllm_real.py``."""
 
 import asyncio
+import dataclasses
 import json
+import os
 import sys
 import types
 from dataclasses import dataclass, field
+from enum import Enum
 
 import pytest
 
 from josh.llm import LLMError, Sampling, make_llm
+from josh.llm.health import BackendDownError, stop_if_failing
 from josh.llm.vllm import INSTALL_HINT, VLLMLLM
 from josh.types import user
 
@@ -21,7 +26,7 @@ class FakeTokenizer:
         return head + "|".join(m["content"] for m in messages) + ("|>" if add_generation_prompt else "")
 
     def __call__(self, text, add_special_tokens=True):
-        return {"input_ids": list(range(len(text.split())))}
+        return {"input_ids": [len(word) for word in text.split()]}
 
 
 @dataclass
@@ -34,6 +39,11 @@ class FakeSamplingParams:
     stop: list | None = None
     top_k: int = 0
     structured_outputs: object = None
+    output_kind: object = None
+
+
+class FakeOutputKind(Enum):
+    FINAL_ONLY = 2
 
 
 @dataclass
@@ -49,6 +59,25 @@ class FakeLoRARequest:
 
 
 @dataclass
+class FakeEngineArgs:
+    model: str = ""
+    dtype: str = "auto"
+    enable_prefix_caching: bool = False
+    max_num_seqs: int = 128
+    tensor_parallel_size: int = 1
+    enforce_eager: bool = False
+    structured_outputs_config: dict = field(default_factory=dict)
+    enable_lora: bool = False
+    max_lora_rank: int = 16
+    max_loras: int = 1
+    disable_log_stats: bool = False
+    max_model_len: int | None = None
+    gpu_memory_utilization: float = 0.9
+    kv_cache_memory_bytes: int | None = None
+    swap_space: float = 4
+
+
+@dataclass
 class FakeOutput:
     text: str
     token_ids: list
@@ -61,135 +90,215 @@ class FakeRequestOutput:
     outputs: list = field(default_factory=list)
 
 
-class FakeEngine:
-    instances: list["FakeEngine"] = []
+class FakeAsyncLLM:
+    """Answers each request on its own after ``delay`` seconds: sample k is the prompt's ids and ``#k``."""
 
-    def __init__(self, model, **kwargs):
-        self.model = model
-        self.kwargs = kwargs
-        self.calls: list[dict] = []
-        FakeEngine.instances.append(self)
+    instances: list["FakeAsyncLLM"] = []
+
+    def __init__(self, args):
+        self.args = args
+        self.requests: list[dict] = []
+        self.errored = False
+        self.stopped = False
+        self.model_config = types.SimpleNamespace(max_model_len=args.max_model_len or 64)
+        FakeAsyncLLM.instances.append(self)
+
+    @classmethod
+    def from_engine_args(cls, args):
+        return cls(args)
 
     def get_tokenizer(self):
         return FakeTokenizer()
 
-    def generate(self, prompts, sampling_params=None, lora_request=None, use_tqdm=True):
-        self.calls.append({"prompts": prompts, "params": sampling_params, "lora": lora_request})
-        outputs = []
-        for prompt, params in zip(prompts, sampling_params, strict=True):
-            choices = [
-                FakeOutput(f"{prompt}#{k}", [1] * (params.max_tokens if k == 0 else 2), "length" if k == 0 else "stop")
-                for k in range(params.n)
-            ]
-            outputs.append(FakeRequestOutput([0, 1, 2], choices))
-        return outputs
+    async def generate(self, request, params, request_id, lora_request=None):
+        self.requests.append({"ids": request["prompt_token_ids"], "params": params, "lora": lora_request})
+        if self.errored:
+            raise RuntimeError("EngineCore encountered an issue")
+        if params.temperature == 0 and params.n > 1:
+            raise ValueError("n must be 1 when using greedy sampling")
+        await asyncio.sleep(0.01)
+        text = ",".join(map(str, request["prompt_token_ids"]))
+        choices = [
+            FakeOutput(f"{text}#{k}", [1] * (params.max_tokens if k == 0 else 2), "length" if k == 0 else "stop")
+            for k in range(params.n)
+        ]
+        yield FakeRequestOutput(request["prompt_token_ids"], choices)
+
+    def shutdown(self):
+        self.stopped = True
 
 
 @pytest.fixture
 def fake_vllm(monkeypatch):
-    module = types.ModuleType("vllm")
-    module.LLM = FakeEngine
-    module.SamplingParams = FakeSamplingParams
-    lora = types.ModuleType("vllm.lora")
-    request = types.ModuleType("vllm.lora.request")
-    request.LoRARequest = FakeLoRARequest
-    params = types.ModuleType("vllm.sampling_params")
-    params.StructuredOutputsParams = FakeStructuredOutputsParams
-    monkeypatch.setitem(sys.modules, "vllm.sampling_params", params)
-    monkeypatch.setitem(sys.modules, "vllm", module)
-    monkeypatch.setitem(sys.modules, "vllm.lora", lora)
-    monkeypatch.setitem(sys.modules, "vllm.lora.request", request)
-    FakeEngine.instances.clear()
-    return module
+    modules = {
+        name: types.ModuleType(name)
+        for name in (
+            "vllm", "vllm.lora", "vllm.lora.request", "vllm.sampling_params", "vllm.platforms", "vllm.engine",
+            "vllm.engine.arg_utils", "vllm.v1", "vllm.v1.engine", "vllm.v1.engine.async_llm",
+        )
+    }  # fmt: skip
+    modules["vllm"].SamplingParams = FakeSamplingParams
+    modules["vllm.lora.request"].LoRARequest = FakeLoRARequest
+    modules["vllm.sampling_params"].StructuredOutputsParams = FakeStructuredOutputsParams
+    modules["vllm.sampling_params"].RequestOutputKind = FakeOutputKind
+    modules["vllm.platforms"].current_platform = types.SimpleNamespace(device_type="cuda")
+    modules["vllm.engine.arg_utils"].AsyncEngineArgs = FakeEngineArgs
+    modules["vllm.v1.engine.async_llm"].AsyncLLM = FakeAsyncLLM
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    FakeAsyncLLM.instances.clear()
+    return modules
 
 
-@pytest.fixture
-def adapter_dir(tmp_path):
-    folder = tmp_path / "adapter"
+def adapter(tmp_path, name="adapter", rank=8, base=None):
+    folder = tmp_path / name
     folder.mkdir()
-    (folder / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(tmp_path)}))
+    config = {"base_model_name_or_path": str(base or tmp_path), "r": rank}
+    (folder / "adapter_config.json").write_text(json.dumps(config))
     return str(folder)
 
 
 def test_missing_vllm_says_how_to_install(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "vllm", None)
-    with pytest.raises(ImportError, match=r"pip install 'josh\[vllm\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'josh\[vllm\]' -c constraints-gpu.txt"):
         VLLMLLM(str(tmp_path))
-    assert "josh[vllm]" in INSTALL_HINT
+    assert "make vllm-env" in INSTALL_HINT
 
 
-async def test_concurrent_calls_become_one_generate(fake_vllm, tmp_path):
-    llm = VLLMLLM(str(tmp_path), batch_window_ms=50)
+def test_a_vllm_build_without_a_device_here_is_one_line(fake_vllm, tmp_path):
+    fake_vllm["vllm.platforms"].current_platform = types.SimpleNamespace(device_type="")
+    with pytest.raises(LLMError, match="no device it supports on this machine"):
+        VLLMLLM(str(tmp_path))
+    assert not FakeAsyncLLM.instances
+
+
+def test_engine_arguments_per_device(fake_vllm, tmp_path, monkeypatch):
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "")
+    VLLMLLM(str(tmp_path)).close()
+    gpu = FakeAsyncLLM.instances[-1].args
+    assert (gpu.dtype, gpu.enforce_eager, gpu.gpu_memory_utilization, gpu.max_num_seqs) == ("auto", False, 0.9, 256)
+    assert gpu.structured_outputs_config == {"backend": "guidance"} and gpu.enable_prefix_caching
+    fake_vllm["vllm.platforms"].current_platform = types.SimpleNamespace(device_type="cpu")
+    VLLMLLM(str(tmp_path), engine_args={"swap_space": 1}).close()
+    cpu = FakeAsyncLLM.instances[-1].args
+    assert (cpu.dtype, cpu.enforce_eager, cpu.swap_space) == ("float32", True, 1)
+    assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == "4"
+
+
+def test_unknown_engine_arguments_fail_before_the_engine_starts(fake_vllm, tmp_path):
+    with pytest.raises(ValueError, match="unknown vLLM engine argument.*not_an_arg"):
+        VLLMLLM(str(tmp_path), engine_args={"not_an_arg": 1})
+    assert not FakeAsyncLLM.instances
+
+
+async def test_each_request_is_its_own_engine_request(fake_vllm, tmp_path):
+    llm = VLLMLLM(str(tmp_path))
     sampling = Sampling(temperature=0.7, top_k=20, seed=3, stop=["\n"], max_new_tokens=5)
-    results = await asyncio.gather(*(llm.chat([user(f"q{i}")], n=2, sampling=sampling) for i in range(4)))
-    engine = FakeEngine.instances[0]
-    assert len(engine.calls) == 1 and sorted(engine.calls[0]["prompts"]) == [f"q{i}|>" for i in range(4)]
-    params = engine.calls[0]["params"][0]
+    results = await asyncio.gather(*(llm.chat([user("q" * (i + 1))], n=2, sampling=sampling) for i in range(4)))
+    engine = FakeAsyncLLM.instances[0]
+    assert sorted(r["ids"] for r in engine.requests) == [[i + 3] for i in range(4)]  # "q..|>" tokenised here
+    params = engine.requests[0]["params"]
     assert (params.n, params.temperature, params.top_k, params.seed, params.stop, params.max_tokens) == (
-        2,
-        0.7,
-        20,
-        3,
-        ["\n"],
-        5,
-    )
-    assert engine.calls[0]["lora"] is None
-    assert engine.kwargs["enable_prefix_caching"] is True and engine.kwargs["enable_lora"] is False
+        2, 0.7, 20, 3, ["\n"], 5,
+    )  # fmt: skip
+    assert params.output_kind is FakeOutputKind.FINAL_ONLY and engine.requests[0]["lora"] is None
     for i, out in enumerate(results):
-        assert [c.text for c in out] == [f"q{i}|>#0", f"q{i}|>#1"]
+        assert [c.text for c in out] == [f"{i + 3}#0", f"{i + 3}#1"]
         assert [c.finish_reason for c in out] == ["length", "stop"]
-        assert [c.prompt_tokens for c in out] == [3, 0]
+        assert [c.prompt_tokens for c in out] == [1, 0]
     assert llm.usage.calls == 4 and llm.usage.completion_tokens == 4 * (5 + 2)
     llm.close()
+    assert engine.stopped
 
 
-async def test_adapter_folder_as_model_attaches_lora_request(fake_vllm, adapter_dir, tmp_path):
-    llm = make_llm("vllm", adapter_dir, batch_window_ms=50)
-    base_view = llm.with_adapter(None)
-    await asyncio.gather(llm.chat([user("a")]), base_view.chat([user("b")]), llm.chat([user("c")]))
-    engine = FakeEngine.instances[0]
-    assert engine.model == str(tmp_path) and engine.kwargs["enable_lora"] is True
-    assert len(FakeEngine.instances) == 1, "views share one engine"
-    [call] = engine.calls
-    by_prompt = dict(zip(call["prompts"], call["lora"], strict=True))
-    assert by_prompt["b|>"] is None
-    assert by_prompt["a|>"] == by_prompt["c|>"] == FakeLoRARequest("adapter-1", 1, adapter_dir)
+async def test_greedy_with_n_samples_asks_one_and_repeats_it(fake_vllm, tmp_path):
+    llm = VLLMLLM(str(tmp_path))
+    out = await llm.chat([user("q")], n=3, sampling=Sampling(temperature=0, max_new_tokens=4))
+    assert [r["params"].n for r in FakeAsyncLLM.instances[0].requests] == [1]
+    assert [c.text for c in out] == ["3#0"] * 3 and [c.prompt_tokens for c in out] == [1, 0, 0]
     llm.close()
 
 
-async def test_tools_and_per_request_errors(fake_vllm, tmp_path):
-    llm = VLLMLLM(str(tmp_path), batch_window_ms=50, max_prompt_tokens=3)
-    tools = [{"type": "function", "function": {"name": "f"}}]
-    ok, bad, long = await asyncio.gather(
-        llm.chat([user("fine")], tools=tools),
-        llm.chat([user("explode")]),
-        llm.chat([user("far too many words for the limit")]),
-        return_exceptions=True,
+async def test_adapter_views_share_one_engine_and_attach_their_lora(fake_vllm, tmp_path):
+    first, second = adapter(tmp_path, "a"), adapter(tmp_path, "b")
+    llm = make_llm("vllm", first)
+    base, other = llm.with_adapter(None), llm.with_adapter(second)
+    await asyncio.gather(
+        llm.chat([user("a")]), base.chat([user("bb")]), other.chat([user("ccc")]), llm.chat([user("a")])
     )
-    assert ok[0].text.startswith("[tools:1]fine")
-    assert isinstance(bad, LLMError) and "template" in str(bad)
-    assert isinstance(long, LLMError) and "max_prompt_tokens=3" in str(long)
-    assert llm.usage.errors == 2
+    [engine] = FakeAsyncLLM.instances
+    assert engine.args.model == str(tmp_path) and engine.args.enable_lora and engine.args.max_loras == 4
+    loras = {r["ids"][0]: r["lora"] for r in engine.requests}
+    assert loras[4] is None
+    assert loras[3] == FakeLoRARequest("adapter-1", 1, first) and loras[5] == FakeLoRARequest("adapter-2", 2, second)
+    assert (llm.usage.calls, base.usage.calls, other.usage.calls) == (2, 1, 1)
     llm.close()
 
 
-async def test_max_batch_size_splits_batches(fake_vllm, tmp_path):
-    llm = VLLMLLM(str(tmp_path), batch_window_ms=50, max_batch_size=4)
-    await asyncio.gather(*(llm.chat([user(str(i))], n=2) for i in range(6)))
-    assert [sum(p.n for p in c["params"]) for c in FakeEngine.instances[0].calls] == [4, 4, 4]
-    llm.close()
-
-
-def test_bad_adapter_rejected(fake_vllm, tmp_path):
+def test_adapters_the_engine_cannot_serve_are_refused_up_front(fake_vllm, tmp_path):
     with pytest.raises(ValueError, match="not a PEFT adapter"):
         VLLMLLM(str(tmp_path), adapter=str(tmp_path))
+    plain = VLLMLLM(str(tmp_path))
+    with pytest.raises(ValueError, match="started without LoRA: start it with enable_lora=true"):
+        plain.with_adapter(adapter(tmp_path))
+    with pytest.raises(ValueError, match="rank 128, above max_lora_rank=64"):
+        VLLMLLM(str(tmp_path), adapter=adapter(tmp_path, "wide", rank=128))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 64}))
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 4096}))
+    with pytest.raises(ValueError, match="trained on .*other .*hidden 4096.*not on the served model"):
+        VLLMLLM(str(tmp_path), adapter=adapter(tmp_path, "elsewhere", base=other))
+    assert len(FakeAsyncLLM.instances) == 1
+    plain.close()
+
+
+async def test_bad_requests_fail_alone(fake_vllm, tmp_path):
+    llm = VLLMLLM(str(tmp_path), max_prompt_tokens=3, max_model_len=8)
+    tools = [{"type": "function", "function": {"name": "f"}}]
+    ok, bad, long, too_long = await asyncio.gather(
+        llm.chat([user("fine")], tools=tools),
+        llm.chat([user("explode")]),
+        llm.chat([user("far too many words")]),
+        llm.chat([user("x " * 20)]),
+        return_exceptions=True,
+    )
+    assert ok[0].text.startswith("15#0")  # "[tools:1]fine|>" is one word
+    assert isinstance(bad, LLMError) and "template" in str(bad)
+    assert isinstance(long, LLMError) and "max_prompt_tokens=3" in str(long)
+    assert isinstance(too_long, LLMError) and "max_prompt_tokens=3" in str(too_long)
+    assert llm.usage.errors == 3
+    llm.close()
+
+
+async def test_a_dead_engine_fails_every_request_and_stops_the_run(fake_vllm, tmp_path):
+    llm = VLLMLLM(str(tmp_path))
+    await llm.chat([user("q")])
+    FakeAsyncLLM.instances[0].errored = True
+    with pytest.raises(LLMError, match="EngineCore encountered an issue"):
+        await llm.chat([user("q")])
+    assert llm.dead and "engine died" in llm.dead
+    with pytest.raises(LLMError, match="engine died"):
+        await llm.chat([user("q")])
+    assert len(FakeAsyncLLM.instances[0].requests) == 2, "no request reaches a dead engine"
+    with pytest.raises(BackendDownError, match="engine died.*2 requests failed.*Rerun to resume"):
+        stop_if_failing([llm])
+    llm.close()
 
 
 async def test_grammar_becomes_structured_outputs(fake_vllm, tmp_path):
-    llm = VLLMLLM(str(tmp_path), batch_window_ms=5)
+    llm = VLLMLLM(str(tmp_path))
     await llm.chat([user("q")], sampling=Sampling(max_new_tokens=3, grammar='start: "x"'))
     await llm.chat([user("q")], sampling=Sampling(max_new_tokens=3))
-    engine = FakeEngine.instances[0]
-    constrained, free = (call["params"][0] for call in engine.calls)
+    constrained, free = (r["params"] for r in FakeAsyncLLM.instances[0].requests)
     assert constrained.structured_outputs.grammar == 'start: "x"' and free.structured_outputs is None
     llm.close()
+
+
+def test_engine_args_of_the_fake_match_the_settings_used():
+    names = {f.name for f in dataclasses.fields(FakeEngineArgs)}
+    from josh.llm.config import VLLMConfig
+    from josh.llm.vllm import engine_args
+
+    for device in ("cpu", "cuda"):
+        assert set(engine_args(VLLMConfig(enable_lora=True), "m", device, True)) <= names

@@ -1,9 +1,10 @@
 """Stop a run whose LLM backend never answers, instead of recording a zero-reward "success".
 
 Two checks: before a run, every HTTP backend is asked once whether it can be reached (``check_connections``);
-while it runs, a backend that has failed its first ``MIN_FAILURES`` requests without answering a single one
-stops the run (``failing_backend``, called before each result is written, so no result of a dead backend lands
-on disk once the threshold is met).
+while it runs, a backend that has failed its first ``MIN_FAILURES`` requests without answering a single one, or
+that says it can serve no more (``dead``: an in-process engine whose processes died), stops the run
+(``failing_backend``, called before each result is written, so no result of a dead backend lands on disk once
+it is known; the run resumes from the results before it).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ def check_connections(llms: Iterable[LLM]) -> None:
 def failing_backend(llms: Iterable[LLM], min_failures: int = MIN_FAILURES) -> str | None:
     """Why the run should stop, when a backend has failed ``min_failures`` requests and answered none; else None."""
     for llm in llms:
+        dead = getattr(llm, "dead", None)
+        if dead:
+            return f"{dead}; stopping the run ({llm.usage.errors} requests failed). Rerun to resume."
         usage = llm.usage
         if usage.calls == 0 and usage.errors >= min_failures:
             name = getattr(llm, "model", None) or type(llm).__name__

@@ -25,7 +25,7 @@ from typing import Any
 
 from josh.llm.base import Backend, Completion, LLMError, Sampling, Usage
 from josh.llm.batcher import Batcher
-from josh.llm.factory import HFConfig
+from josh.llm.config import HFConfig
 from josh.llm.hf_prefix import PrefixCache
 from josh.llm.hf_sampling import RowSampler, RowSpec, RowStopper, row_seed
 from josh.llm.models import adapter_base, chatml_template, four_bit, is_adapter_dir, render_chat, resolve_model

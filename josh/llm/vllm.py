@@ -1,27 +1,37 @@
-"""The offline vLLM engine (GPU): concurrent ``chat`` calls are collected into one ``engine.generate`` call.
+"""The vLLM backend: an in-process vLLM engine (GPU, or vLLM's CPU build ``vllm-cpu``) with continuous batching.
 
-vLLM is an optional extra without a CPU build, imported only when this backend is built. Prompts are rendered with
-the engine's tokenizer chat template (``tools=`` passed through); ``n`` samples of one prompt are one request
-(``SamplingParams(n=...)``), sharing its prefix in the KV cache, and prefix caching is on so sibling branches of a
-conversation reuse their common history. A LoRA adapter (an adapter folder given as the model, ``adapter=``, or a
-view made with ``with_adapter``) is attached to every request as a ``LoRARequest``; views share the engine, so one
-engine serves several adapters in the same batch.
+Every ``chat`` call is one request to vLLM's asynchronous engine (``josh.llm.vllm_engine``): it joins the running
+batch at the next engine step and leaves it when done. Prompts are rendered with the model's chat template
+(``tools=`` passed through) and tokenised here as the ``hf`` backend does, so both backends feed the model the same
+tokens; ``n`` samples of one prompt are one request sharing its prefix, and prefix caching lets sibling branches of a
+conversation reuse their common history. Greedy decoding with ``n > 1`` (which vLLM refuses) is one greedy sample
+given ``n`` times, as ``hf`` gives it. Grammars (``Sampling.grammar``) go to vLLM's structured outputs through
+llguidance by default, the engine the ``hf`` backend uses, so both decode the same language.
+
+A LoRA adapter (an adapter folder given as the model, ``adapter=``, or a view made with ``with_adapter``) is attached
+to each request; views share the engine, so one engine serves several adapters in the same batch. Whatever can be
+known before the model loads fails at once with one line: vLLM missing or built for a device this machine lacks, an
+adapter on an engine without LoRA, an adapter of higher rank than ``max_lora_rank`` or trained on another base.
+A request the engine rejects (too long a prompt, bad parameters) fails alone with ``LLMError``; a dead engine fails
+every later request, and ``dead`` says why so a run stops instead of scoring a silent agent. ``close`` shuts the
+engine down (its processes and device memory), since the loop builds one backend per stage in one process.
 """
 
 from __future__ import annotations
 
 import importlib
-import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 from josh.llm.base import Backend, Completion, LLMError, Sampling, Usage
-from josh.llm.batcher import Batcher
+from josh.llm.config import VLLM_INSTALL, VLLMConfig
 from josh.llm.models import adapter_base, is_adapter_dir, render_chat, resolve_model
 from josh.types import Message
 
-INSTALL_HINT = "the vllm backend needs vLLM (GPU only): pip install 'josh[vllm]'"
+INSTALL_HINT = f"the vllm backend needs vLLM: {VLLM_INSTALL}"
+CPU_KV_CACHE_GIB = 4.0  # VLLM_CPU_KVCACHE_SPACE when the user sets neither it nor kv_cache_gib
 
 
 def import_vllm() -> Any:
@@ -32,151 +42,129 @@ def import_vllm() -> Any:
         raise ImportError(INSTALL_HINT) from error
 
 
-@dataclass
-class _Request:
-    messages: list[Message]
-    tools: list[dict[str, Any]] | None
-    params: Any
-    lora: Any
-    max_prompt_tokens: int | None
-
-
-class _Engine:
-    """One vLLM engine, its batcher and its adapter registry, shared by every view of it."""
-
-    def __init__(self, model: str, *, max_batch_size: int, batch_window_ms: float, **engine_args: Any) -> None:
-        self.vllm = import_vllm()
-        self.engine = self.vllm.LLM(model=model, **engine_args)
-        self.tokenizer = self.engine.get_tokenizer()
-        self._adapters: dict[str, Any] = {}
-        self._lock = threading.Lock()
-        self.batcher: Batcher[_Request, list[Completion]] = Batcher(
-            self._run_batch,
-            max_batch_size=max_batch_size,
-            window_s=batch_window_ms / 1000,
-            weight=lambda r: r.params.n,
-            name="josh-vllm-generate",
+def device_type() -> str:
+    """The device this vLLM build runs on here ('cuda', 'cpu', ...); ``LLMError`` when it finds none."""
+    platform = importlib.import_module("vllm.platforms").current_platform
+    if not platform.device_type:
+        raise LLMError(
+            "this vLLM build finds no device it supports on this machine (the GPU package on a machine without "
+            "a GPU?); on a CPU install vLLM's CPU build in its own environment: make vllm-env"
         )
-
-    def lora_request(self, path: str | None) -> Any:
-        """The ``LoRARequest`` of an adapter folder (one stable integer id per folder)."""
-        if path is None:
-            return None
-        with self._lock:
-            if path not in self._adapters:
-                from vllm.lora.request import LoRARequest
-
-                self._adapters[path] = LoRARequest(f"adapter-{len(self._adapters) + 1}", len(self._adapters) + 1, path)
-            return self._adapters[path]
-
-    def _run_batch(self, requests: Sequence[_Request]) -> list[list[Completion] | BaseException]:
-        prompts = [self._render(r) for r in requests]
-        ready = [(r, p) for r, p in zip(requests, prompts, strict=True) if isinstance(p, str)]
-        outputs = iter([])
-        if ready:
-            loras = [r.lora for r, _ in ready]
-            outputs = iter(
-                self.engine.generate(
-                    [p for _, p in ready],
-                    sampling_params=[r.params for r, _ in ready],
-                    lora_request=loras if any(loras) else None,
-                    use_tqdm=False,
-                )
-            )
-        return [p if isinstance(p, BaseException) else _completions(next(outputs)) for p in prompts]
-
-    def _render(self, request: _Request) -> str | LLMError:
-        prompt = render_chat(self.tokenizer, request.messages, request.tools)
-        if isinstance(prompt, LLMError):
-            return prompt
-        if request.max_prompt_tokens is not None:
-            size = len(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
-            if size > request.max_prompt_tokens:
-                return LLMError(f"prompt has {size} tokens, more than max_prompt_tokens={request.max_prompt_tokens}")
-        return prompt
+    return platform.device_type
 
 
-def _completions(output: Any) -> list[Completion]:
-    prompt = len(output.prompt_token_ids or [])
-    return [
-        Completion(
-            text=choice.text,
-            prompt_tokens=prompt if k == 0 else 0,
-            completion_tokens=len(choice.token_ids),
-            finish_reason="length" if choice.finish_reason == "length" else "stop",
-        )
-        for k, choice in enumerate(output.outputs)
-    ]
+def engine_args(config: VLLMConfig, model: str, device: str, lora: bool) -> dict[str, Any]:
+    """vLLM ``AsyncEngineArgs`` for a config: josh's defaults per device, then ``config.engine_args`` on top."""
+    on_cpu = device == "cpu"
+    args: dict[str, Any] = {
+        "model": model,
+        "dtype": "float32" if on_cpu and config.dtype == "auto" else config.dtype,
+        "enable_prefix_caching": True,
+        "max_num_seqs": config.max_batch_size,
+        "tensor_parallel_size": config.tensor_parallel_size,
+        "enforce_eager": on_cpu if config.enforce_eager is None else config.enforce_eager,
+        "structured_outputs_config": {"backend": config.structured_outputs_backend},
+        "enable_lora": lora,
+        "disable_log_stats": True,
+    }
+    if lora:
+        args.update(max_lora_rank=config.max_lora_rank, max_loras=config.max_loras)
+    if config.max_model_len is not None:
+        args["max_model_len"] = config.max_model_len
+    if not on_cpu:
+        args["gpu_memory_utilization"] = config.gpu_memory_utilization
+        if config.kv_cache_gib is not None:
+            args["kv_cache_memory_bytes"] = int(config.kv_cache_gib * 2**30)
+    return {**args, **config.engine_args}
+
+
+def cpu_kv_cache_gib(config: VLLMConfig) -> str:
+    """``VLLM_CPU_KVCACHE_SPACE`` for a CPU engine: ``kv_cache_gib``, else the variable as set, else the default (vLLM
+    would otherwise size it from ``gpu_memory_utilization`` of the RAM, and fail to start on a small machine)."""
+    return f"{config.kv_cache_gib or float(os.environ.get('VLLM_CPU_KVCACHE_SPACE') or CPU_KV_CACHE_GIB):g}"
+
+
+def check_engine_args(extra: dict[str, Any]) -> None:
+    """``ValueError`` naming the engine arguments vLLM does not know (before anything loads)."""
+    import dataclasses
+
+    known = {f.name for f in dataclasses.fields(importlib.import_module("vllm.engine.arg_utils").AsyncEngineArgs)}
+    unknown = sorted(set(extra) - known)
+    if unknown:
+        raise ValueError(f"unknown vLLM engine argument(s) in engine_args: {', '.join(unknown)}")
 
 
 class VLLMLLM(Backend):
     """A model served by an in-process vLLM engine; see the module docstring."""
 
-    def __init__(
-        self,
-        model: str | None = None,
-        *,
-        adapter: str | None = None,
-        dtype: str = "auto",
-        max_batch_size: int = 256,
-        batch_window_ms: float = 10.0,
-        max_prompt_tokens: int | None = None,
-        gpu_memory_utilization: float = 0.9,
-        max_model_len: int | None = None,
-        tensor_parallel_size: int = 1,
-        max_lora_rank: int = 64,
-        enable_lora: bool | None = None,
-        _engine: _Engine | None = None,
-    ) -> None:
+    def __init__(self, model: str | None = None, *, _engine: Any = None, _config: VLLMConfig | None = None,
+                 **settings: Any) -> None:  # fmt: skip
+        """Start an engine for ``model``; ``settings`` are the fields of ``josh.llm.factory.VLLMConfig``."""
+        config = _config or VLLMConfig(model=model, **settings)
+        adapter = config.adapter
         if _engine is None:
             import_vllm()
-            path = resolve_model(model)
+            device = device_type()
+            check_engine_args(config.engine_args)
+            path = resolve_model(config.model)
             if adapter is None and is_adapter_dir(path):
                 adapter, path = path, resolve_model(adapter_base(path))
-            engine_args: dict[str, Any] = {
-                "dtype": dtype,
-                "enable_prefix_caching": True,
-                "gpu_memory_utilization": gpu_memory_utilization,
-                "tensor_parallel_size": tensor_parallel_size,
-                "enable_lora": adapter is not None if enable_lora is None else enable_lora,
-            }
-            if engine_args["enable_lora"]:
-                engine_args["max_lora_rank"] = max_lora_rank
-            if max_model_len is not None:
-                engine_args["max_model_len"] = max_model_len
-            _engine = _Engine(path, max_batch_size=max_batch_size, batch_window_ms=batch_window_ms, **engine_args)
-        if adapter is not None and not is_adapter_dir(adapter):
-            raise ValueError(f"adapter {adapter!r} is not a PEFT adapter folder (no adapter_config.json)")
+            lora = adapter is not None if config.enable_lora is None else config.enable_lora
+            args = engine_args(config, path, device, lora)
+            if device == "cpu":
+                os.environ["VLLM_CPU_KVCACHE_SPACE"] = cpu_kv_cache_gib(config)  # the engine's worker reads it
+            if adapter is not None:
+                check_adapter(adapter, args)
+            from josh.llm.vllm_engine import AsyncEngine
+
+            _engine = AsyncEngine(args)
+        elif adapter is not None:
+            check_adapter(adapter, _engine.args)
         self._engine = _engine
+        self._config = config.model_copy(update={"adapter": adapter})
         self.adapter = adapter
-        self.max_prompt_tokens = max_prompt_tokens
+        self.model = adapter or _engine.args["model"]
         self.usage = Usage()
 
     def with_adapter(self, adapter: str | None) -> VLLMLLM:
         """A view of the same engine that serves ``adapter`` (None: the base model); it keeps its own usage."""
-        return VLLMLLM(adapter=adapter, max_prompt_tokens=self.max_prompt_tokens, _engine=self._engine)
+        return VLLMLLM(_engine=self._engine, _config=self._config.model_copy(update={"adapter": adapter}))
 
     @property
-    def batcher(self) -> Batcher:
-        return self._engine.batcher
+    def dead(self) -> str | None:
+        """Why the engine can serve no more requests, or None while it can."""
+        return self._engine.dead
 
     async def complete(
         self, messages: list[Message], tools: list[dict[str, Any]] | None, n: int, sampling: Sampling
     ) -> list[Completion]:
-        request = _Request(
-            messages,
-            tools,
-            self._params(n, sampling),
-            self._engine.lora_request(self.adapter),
-            self.max_prompt_tokens,
-        )
-        return await self._engine.batcher.submit(request)
+        engine = self._engine
+        prompt = render_chat(engine.tokenizer, messages, tools)
+        if isinstance(prompt, LLMError):
+            raise prompt
+        ids = engine.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        limit = self._config.max_prompt_tokens
+        if limit is not None and len(ids) > limit:
+            raise LLMError(f"prompt has {len(ids)} tokens, more than max_prompt_tokens={limit}")
+        if len(ids) >= engine.max_model_len:
+            raise LLMError(f"prompt has {len(ids)} tokens; the engine's max_model_len is {engine.max_model_len}")
+        samples = 1 if sampling.greedy else n
+        try:
+            output = await engine.generate(ids, self._params(samples, sampling), engine.lora_request(self.adapter))
+        except LLMError:
+            raise
+        except Exception as exc:  # the engine refused or lost this request: it fails alone, as data
+            raise LLMError(f"vLLM: {type(exc).__name__}: {exc}") from exc
+        completions = _completions(output, len(ids))
+        return completions + [c.model_copy(update={"prompt_tokens": 0}) for c in completions * (n - samples)]
 
     def close(self, *, cancel: bool = False) -> None:
-        """Stop the engine's batching thread (with ``cancel``, queued requests fail instead of running)."""
-        self._engine.batcher.close(cancel=cancel)
+        """Shut the engine down: its processes end and its memory is freed (requests in flight fail)."""
+        self._engine.shutdown()
 
     def _params(self, n: int, sampling: Sampling) -> Any:
+        vllm = importlib.import_module("vllm")
+        kind = importlib.import_module("vllm.sampling_params").RequestOutputKind.FINAL_ONLY
         params: dict[str, Any] = {
             "n": n,
             "temperature": max(sampling.temperature, 0.0),
@@ -184,10 +172,66 @@ class VLLMLLM(Backend):
             "max_tokens": sampling.max_new_tokens,
             "seed": sampling.seed,
             "stop": list(sampling.stop) or None,
+            "output_kind": kind,
         }
         if sampling.top_k:
             params["top_k"] = sampling.top_k
         if sampling.grammar:
             structured = importlib.import_module("vllm.sampling_params").StructuredOutputsParams
             params["structured_outputs"] = structured(grammar=sampling.grammar)
-        return self._engine.vllm.SamplingParams(**params)
+        return vllm.SamplingParams(**params)
+
+
+def check_adapter(adapter: str, args: dict[str, Any]) -> None:
+    """``ValueError`` for an adapter the engine cannot serve: not an adapter, LoRA off, rank too high, other base."""
+    if not is_adapter_dir(adapter):
+        raise ValueError(f"adapter {adapter!r} is not a PEFT adapter folder (no adapter_config.json)")
+    if not args.get("enable_lora"):
+        raise ValueError(
+            f"adapter {adapter!r} asked of a vLLM engine started without LoRA: start it with enable_lora=true "
+            "(--llm-option enable_lora=true)"
+        )
+    config = json.loads((Path(adapter) / "adapter_config.json").read_text())
+    rank, limit = int(config.get("r") or 0), int(args["max_lora_rank"])
+    if rank > limit:
+        raise ValueError(f"adapter {adapter!r} has rank {rank}, above max_lora_rank={limit} (--llm-option)")
+    base = _shape(config.get("base_model_name_or_path"))
+    served = _shape(args["model"])
+    if base is not None and served is not None and base != served:
+        raise ValueError(
+            f"adapter {adapter!r} was trained on {config.get('base_model_name_or_path')} ({_describe(base)}), "
+            f"not on the served model {args['model']} ({_describe(served)})"
+        )
+
+
+def _shape(model: str | None) -> tuple[Any, ...] | None:
+    """(architecture, hidden size, layers, vocabulary) of a local model folder, or None when it cannot be read."""
+    if not model:
+        return None
+    path = Path(model).expanduser()
+    if not (path / "config.json").is_file():
+        try:
+            path = Path(resolve_model(model))
+        except FileNotFoundError:
+            return None
+    if not (path / "config.json").is_file():
+        return None
+    config = json.loads((path / "config.json").read_text())
+    return (config.get("model_type"), config.get("hidden_size"), config.get("num_hidden_layers"),
+            config.get("vocab_size"))  # fmt: skip
+
+
+def _describe(shape: tuple[Any, ...]) -> str:
+    return "{}, hidden {}, {} layers, vocabulary {}".format(*shape)
+
+
+def _completions(output: Any, prompt_tokens: int) -> list[Completion]:
+    return [
+        Completion(
+            text=choice.text,
+            prompt_tokens=prompt_tokens if k == 0 else 0,
+            completion_tokens=len(choice.token_ids),
+            finish_reason="length" if choice.finish_reason == "length" else "stop",
+        )
+        for k, choice in enumerate(output.outputs)
+    ]

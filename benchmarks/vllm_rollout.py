@@ -1,0 +1,125 @@
+"""Continuous batching on vLLM: the same JOSH rollout through vLLM's async engine, through the synchronous batcher
+josh used before (concurrent requests gathered into blocking ``LLM.generate`` calls), and through the ``hf`` backend.
+
+Run it in the vLLM environment (``make vllm-env``), on an idle machine:
+
+    .venv-vllm/bin/python benchmarks/vllm_rollout.py [--tasks 16] [--beam 4] [--branching 2] [--max-new-tokens 96]
+
+The rollout: SmolLM2 as a function-calling agent on the first ``--tasks`` ToolWOZ mini train tasks, the rule-based
+agenda user (so every LLM request is the agent's), beam search with ``n``-sample branching, sampled at temperature 1
+with a fixed seed, so replies end at their own lengths (mixed lengths are where a synchronous batch waits for its
+longest member). Prints generated tokens per second for each path, the load average beside each, and the line
+``async engine / synchronous batcher: N.NNx`` (target >= 1.2x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from josh.agents import make_agent
+from josh.envs import build_env
+from josh.llm.base import LLM, Sampling
+from josh.llm.batcher import Batcher
+from josh.llm.config import VLLMConfig
+from josh.llm.factory import make_llm
+from josh.llm.models import resolve_model
+from josh.llm.vllm import VLLMLLM, engine_args
+from josh.rollout import RolloutConfig, run_rollouts
+from josh.search import SearchConfig
+from josh.users import make_user
+
+ENGINE = {"max_model_len": 4096, "kv_cache_gib": 4}
+
+
+class SynchronousBatcher:
+    """The baseline: requests gathered for ``window_s`` into one blocking ``vllm.LLM.generate`` on a worker thread;
+    a batch runs until its longest member ends, and requests that arrive meanwhile wait for the next batch."""
+
+    def __init__(self, args: dict[str, Any], window_s: float = 0.01) -> None:
+        from vllm import LLM
+
+        self.args, self.dead = args, None
+        self.llm = LLM(**args)
+        self.tokenizer = self.llm.get_tokenizer()
+        self.max_model_len = self.llm.llm_engine.model_config.max_model_len
+        self.batcher: Batcher = Batcher(self._run, max_batch_size=args["max_num_seqs"], window_s=window_s,
+                                        weight=lambda request: request[1].n)  # fmt: skip
+
+    def lora_request(self, adapter: str | None) -> None:
+        return None
+
+    async def generate(self, prompt_ids: list[int], params: Any, lora: Any = None) -> Any:
+        return await self.batcher.submit((prompt_ids, params))
+
+    def _run(self, requests: Sequence[tuple[list[int], Any]]) -> list[Any]:
+        prompts = [{"prompt_token_ids": ids} for ids, _ in requests]
+        return self.llm.generate(prompts, sampling_params=[p for _, p in requests], use_tqdm=False)
+
+    def shutdown(self) -> None:
+        self.batcher.close()
+        self.llm.llm_engine.engine_core.shutdown()
+
+
+def rollout(llm: LLM, tasks: int, beam: int, branching: int, max_new_tokens: int) -> tuple[int, float, float]:
+    """(generated tokens, seconds, load average at the end) of one rollout over the first ``tasks`` train tasks."""
+    env = build_env("toolwoz", "mini")
+    sampling = Sampling(temperature=1.0, max_new_tokens=max_new_tokens, seed=0)
+    agent = make_agent("function_calling", env, llm, examples=0, sampling=sampling)
+    user = make_user("agenda", None)
+    config = RolloutConfig(search=SearchConfig(max_beam=beam, branching=branching, max_depth=4))
+    before = llm.usage.completion_tokens
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        asyncio.run(run_rollouts(env.tasks("train")[:tasks], env, agent, user, out, config, progress=False))
+        seconds = time.perf_counter() - start
+    return llm.usage.completion_tokens - before, seconds, os.getloadavg()[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=16)
+    parser.add_argument("--beam", type=int, default=4)
+    parser.add_argument("--branching", type=int, default=2)
+    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--skip-hf", action="store_true")
+    args = parser.parse_args()
+    work = (args.tasks, args.beam, args.branching, args.max_new_tokens)
+    config = VLLMConfig(model="smollm2", **ENGINE)
+
+    def synchronous() -> LLM:
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(ENGINE["kv_cache_gib"])
+        engine = SynchronousBatcher(engine_args(config, resolve_model("smollm2"), "cpu", False))
+        return VLLMLLM(_engine=engine, _config=config)
+
+    builders = {
+        "synchronous batcher": synchronous,
+        "async engine": lambda: make_llm("vllm", "smollm2", **ENGINE),
+        "hf backend": lambda: make_llm("hf", "smollm2"),
+    }
+    if args.skip_hf:
+        del builders["hf backend"]
+    rates = {}
+    print(f"SmolLM2-135M on CPU ({os.cpu_count()} cores): {args.tasks} ToolWOZ mini tasks, beam {args.beam}, "
+          f"branching {args.branching}, max_new_tokens {args.max_new_tokens}, temperature 1, seed 0")  # fmt: skip
+    for name, build in builders.items():
+        llm = build()
+        try:
+            rollout(llm, 1, 1, 1, 8)  # warm-up
+            tokens, seconds, load = rollout(llm, *work)
+        finally:
+            llm.close()
+        rates[name] = tokens / seconds
+        print(f"{name:>20}: {tokens:6d} tokens in {seconds:6.1f} s = {rates[name]:6.1f} tok/s "
+              f"(load average {load:.2f})", flush=True)  # fmt: skip
+    ratio = rates["async engine"] / rates["synchronous batcher"]
+    print(f"async engine / synchronous batcher: {ratio:.2f}x (target >= 1.2x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""One vLLM asynchronous engine (``AsyncLLM``) owned by josh: its own event loop thread, continuous batching, shutdown.
+
+vLLM's async engine schedules every request on its own: a request joins the running batch at the next engine step
+and leaves it when it finishes, so a short reply never waits for a long one (the synchronous ``LLM.generate`` waits
+for its whole batch). The engine lives on a private event loop in a daemon thread, so callers may come from any
+event loop or thread (``josh`` runs one ``asyncio.run`` per stage); a caller awaits a future bridged from that loop.
+Cancelling the caller cancels the request inside the engine. ``shutdown`` stops the engine's processes (on a GPU it
+frees the device memory for the next engine in the same process) and the thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import itertools
+import multiprocessing
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class EngineDead(RuntimeError):
+    """The engine's processes are gone: every later request fails at once with this."""
+
+
+class AsyncEngine:
+    """An ``AsyncLLM`` started from engine arguments on a private event loop; see the module docstring."""
+
+    def __init__(self, engine_args: dict[str, Any]) -> None:
+        self.args = engine_args
+        self._adapters: dict[str, Any] = {}
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="josh-vllm-engine", daemon=True)
+        self._thread.start()
+        self._ids = itertools.count()
+        self.dead: str | None = None
+        try:
+            self.engine = self._run(self._start(engine_args))
+        except BaseException:
+            self._stop_loop()
+            raise
+        self.tokenizer = self.engine.get_tokenizer()
+        self.max_model_len: int = self.engine.model_config.max_model_len
+
+    async def _start(self, engine_args: dict[str, Any]) -> Any:
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        return AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_args))
+
+    def lora_request(self, adapter: str | None) -> Any:
+        """The ``LoRARequest`` of an adapter folder (one stable integer id per folder), None for the base model."""
+        if adapter is None:
+            return None
+        if adapter not in self._adapters:
+            from vllm.lora.request import LoRARequest
+
+            number = len(self._adapters) + 1
+            self._adapters[adapter] = LoRARequest(f"adapter-{number}", number, adapter)
+        return self._adapters[adapter]
+
+    def _run(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run ``work`` on the engine's loop and wait for it from this (non-engine) thread."""
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result()
+
+    async def generate(self, prompt_ids: list[int], params: Any, lora: Any = None) -> Any:
+        """The final ``RequestOutput`` of one request (``params.n`` samples); raises what the engine raised for it."""
+        if self.dead is not None:
+            raise EngineDead(self.dead)
+        future = asyncio.run_coroutine_threadsafe(self._generate(prompt_ids, params, lora), self._loop)
+        try:
+            return await asyncio.wrap_future(future)
+        except Exception as exc:
+            if getattr(getattr(self, "engine", None), "errored", False) and self.dead is None:
+                self.dead = f"the vLLM engine died: {type(exc).__name__}: {exc}"
+            raise
+
+    async def _generate(self, prompt_ids: list[int], params: Any, lora: Any) -> Any:
+        final = None
+        request = {"prompt_token_ids": prompt_ids}
+        async for output in self.engine.generate(request, params, f"josh-{next(self._ids)}", lora_request=lora):
+            final = output
+        return final
+
+    def shutdown(self) -> None:
+        """Stop the engine's processes and the loop thread, and release the memory they held (idempotent)."""
+        if not self._thread.is_alive():
+            return
+        self.dead = self.dead or "the vLLM engine was shut down"
+        engine = self.__dict__.pop("engine", None)
+        if engine is not None:
+            self._run(self._cancel_requests())
+            engine.shutdown()
+        del engine
+        self._stop_loop()
+        multiprocessing.active_children()  # reaps the engine's exited processes
+        gc.collect()
+        _empty_device_cache()
+
+    async def _cancel_requests(self) -> None:
+        """Cancel the requests still in flight (their callers get ``CancelledError``), so none outlives the engine."""
+        current = asyncio.current_task()
+        tasks = [t for t in asyncio.all_tasks() if t is not current]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+
+def _empty_device_cache() -> None:
+    """Return cached GPU memory to the device, so a later engine in this process can claim it."""
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
