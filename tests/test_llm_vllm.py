@@ -9,6 +9,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 
 import pytest
 
@@ -302,3 +303,23 @@ def test_engine_args_of_the_fake_match_the_settings_used():
 
     for device in ("cpu", "cuda"):
         assert set(engine_args(VLLMConfig(enable_lora=True), "m", device, True)) <= names
+
+
+async def test_on_a_cpu_the_base_model_beside_adapters_is_a_zero_adapter(fake_vllm, tmp_path):
+    """vLLM's CPU LoRA kernels would give a base-model row the last adapter slot (index -1)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    fake_vllm["vllm.platforms"].current_platform = types.SimpleNamespace(device_type="cpu")
+    first = adapter(tmp_path, "a")
+    save_file({"lora_A.weight": torch.ones(2, 3)}, f"{first}/adapter_model.safetensors")
+    llm = make_llm("vllm", first)
+    base = llm.with_adapter(None)
+    await asyncio.gather(llm.chat([user("a")]), base.chat([user("bb")]))
+    loras = {r["ids"][0]: r["lora"] for r in FakeAsyncLLM.instances[0].requests}
+    zero = loras[4].lora_path
+    assert loras[3].lora_path == first and zero != first
+    assert json.loads(Path(zero, "adapter_config.json").read_text())["r"] == 8
+    assert load_file(f"{zero}/adapter_model.safetensors")["lora_A.weight"].abs().sum() == 0
+    llm.close()
+    assert not os.path.exists(zero)

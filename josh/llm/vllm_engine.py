@@ -14,8 +14,11 @@ import asyncio
 import gc
 import itertools
 import multiprocessing
+import shutil
+import tempfile
 import threading
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -28,9 +31,11 @@ class EngineDead(RuntimeError):
 class AsyncEngine:
     """An ``AsyncLLM`` started from engine arguments on a private event loop; see the module docstring."""
 
-    def __init__(self, engine_args: dict[str, Any]) -> None:
+    def __init__(self, engine_args: dict[str, Any], *, zero_lora_for_base: bool = False) -> None:
         self.args = engine_args
         self._adapters: dict[str, Any] = {}
+        self._zero_lora_for_base = zero_lora_for_base
+        self._zero_folder: str | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="josh-vllm-engine", daemon=True)
         self._thread.start()
@@ -51,15 +56,34 @@ class AsyncEngine:
         return AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_args))
 
     def lora_request(self, adapter: str | None) -> Any:
-        """The ``LoRARequest`` of an adapter folder (one stable integer id per folder), None for the base model."""
+        """The ``LoRARequest`` of an adapter folder (one stable integer id per folder), None for the base model.
+
+        With ``zero_lora_for_base`` (vLLM's CPU build), once an adapter is in use the base model is served through an
+        all-zero copy of it: the CPU LoRA kernels index the adapter slots with the base model's -1, which picks the
+        last slot, so a base request batched with adapter requests would get another request's adapter."""
         if adapter is None:
-            return None
+            if not (self._zero_lora_for_base and self._adapters):
+                return None
+            adapter = self._zero_adapter()
         if adapter not in self._adapters:
             from vllm.lora.request import LoRARequest
 
             number = len(self._adapters) + 1
             self._adapters[adapter] = LoRARequest(f"adapter-{number}", number, adapter)
         return self._adapters[adapter]
+
+    def _zero_adapter(self) -> str:
+        """An adapter folder shaped as the first one served, its weights all zero (adds exactly nothing)."""
+        if self._zero_folder is None:
+            from safetensors.torch import load_file, save_file
+
+            source = Path(next(iter(self._adapters)))
+            folder = Path(tempfile.mkdtemp(prefix="josh-zero-lora-"))
+            shutil.copy(source / "adapter_config.json", folder / "adapter_config.json")
+            weights = load_file(source / "adapter_model.safetensors")
+            save_file({name: tensor.zero_() for name, tensor in weights.items()}, folder / "adapter_model.safetensors")
+            self._zero_folder = str(folder)
+        return self._zero_folder
 
     def _run(self, work: Coroutine[Any, Any, T]) -> T:
         """Run ``work`` on the engine's loop and wait for it from this (non-engine) thread."""
@@ -95,6 +119,8 @@ class AsyncEngine:
             engine.shutdown()
         del engine
         self._stop_loop()
+        if self._zero_folder is not None:
+            shutil.rmtree(self._zero_folder, ignore_errors=True)
         multiprocessing.active_children()  # reaps the engine's exited processes
         gc.collect()
         _empty_device_cache()
