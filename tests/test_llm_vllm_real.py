@@ -28,7 +28,7 @@ from josh.llm import LLMError, Sampling, make_llm  # noqa: E402
 from josh.llm.models import resolve_model  # noqa: E402
 from josh.serving import ModelServer  # noqa: E402
 from josh.types import Message, system, user  # noqa: E402
-from tests.test_serving_real import AGENT, GREEDY, evaluate, tree_turns  # noqa: E402
+from tests.test_serving_real import AGENT, GREEDY, evaluate, loopback_without_proxy, tree_turns  # noqa: E402, F401
 from tests.training_data import FIND_TOOL, tool_conversation, write_jsonl  # noqa: E402
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
@@ -36,13 +36,6 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE = ["--llm-option", "max_model_len=4096", "--llm-option", "kv_cache_gib=2"]
 GREEDY_REPLY = Sampling(temperature=0, max_new_tokens=48)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def loopback_without_proxy() -> Iterator[None]:
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.lower() in ("http_proxy", "https_proxy", "all_proxy")}
-    yield
-    os.environ.update(saved)
 
 
 def train_adapter(folder: Path, food: str) -> Path:
