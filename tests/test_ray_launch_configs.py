@@ -17,7 +17,8 @@ from accelerate.utils import DistributedType  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted([ROOT / "accelerate_config.yaml", *(ROOT / "training").glob("*.yaml")])
-# DeepSpeed is not installed here (GPU nodes only); FSDP needs a process group of GPUs to shard over
+# `--cpu` with one process: nothing to shard, so the sharded configs launch real runs in test_training_fsdp.py and
+# test_training_deepspeed.py (two CPU processes) instead
 CPU_LAUNCHABLE = {DistributedType.NO, DistributedType.MULTI_GPU}
 
 TINY_JOB = """
@@ -52,12 +53,15 @@ def test_config_loads_and_is_consistent(path: Path) -> None:
     config = load_config_from_file(str(path))
     assert config.compute_environment.value == "LOCAL_MACHINE"
     assert config.num_machines >= 1 and config.num_processes >= config.num_machines
-    assert config.mixed_precision in {"no", "bf16", "fp16"}
     if config.distributed_type == DistributedType.DEEPSPEED:
         ds_file = ROOT / config.deepspeed_config["deepspeed_config_file"]
         ds = json.loads(ds_file.read_text())
         assert ds["zero_optimization"]["stage"] == 3
         assert ds["train_micro_batch_size_per_gpu"] == "auto", "the trainer, not the file, sets the batch size"
+        # accelerate refuses a launch whose config sets mixed_precision beside a deepspeed_config_file
+        assert config.mixed_precision is None and ds["bf16"]["enabled"] == "auto", "bf16 follows the recipe"
+    else:
+        assert config.mixed_precision in {"no", "bf16", "fp16"}
     if config.distributed_type == DistributedType.FSDP:
         assert config.fsdp_config["fsdp_version"] in (1, 2)
         assert config.fsdp_config["fsdp_auto_wrap_policy"] == "TRANSFORMER_BASED_WRAP"

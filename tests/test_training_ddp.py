@@ -3,81 +3,35 @@ both train, their gradients are averaged, and one adapter and one metrics.json c
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from josh.serving import free_port
-from tests.training_data import react_conversation, write_jsonl
-
-ROOT = Path(__file__).resolve().parents[1]
-RECIPE = ROOT / "recipes" / "tiny-sft.yaml"
-SETTINGS = [
-    "max_length=256",
-    "optim.max_steps=2",
-    "optim.gradient_checkpointing=false",
-    "optim.learning_rate=2e-3",
-    "optim.logging_steps=1",
-]
-
-
-def launch(launcher: list[str], data: Path, out: Path, *settings: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "accelerate.commands.launch", *launcher, "-m", "josh.training", "sft"]
-    command += ["--recipe", str(RECIPE), "--data", str(data), "--output", str(out)]
-    for setting in settings:
-        command += ["--set", setting]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+from tests.training_launch import (
+    SETTINGS,
+    assert_same_as_one_process,
+    finished_run,
+    four_sft_rows,
+    launch,
+    one_process_run,
+)
 
 
 @pytest.fixture
 def four_rows(tmp_path) -> Path:
-    """Four different conversations: ranks that did not average gradients would learn different adapters."""
-    rows = [{"messages": react_conversation(food)} for food in ("chinese", "italian", "indian", "thai")]
-    return write_jsonl(tmp_path / "sft.jsonl", rows)
+    return four_sft_rows(tmp_path / "sft.jsonl")
 
 
 @pytest.mark.slow
 def test_two_cpu_processes_train_one_adapter_with_averaged_gradients(tmp_path, four_rows):
-    from safetensors.torch import load_file
-
-    from josh.recipes import load_recipe
-    from josh.training.runner import train
-
     launcher = ["--config_file", "training/cpu_ddp.yaml", "--num_processes", "2"]
     launcher += ["--main_process_port", str(free_port())]
     done = launch(launcher, four_rows, tmp_path / "ddp", *SETTINGS, "optim.per_device_batch_size=1")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert (done.stdout + done.stderr).count("done:") == 1, "only the main process reports"
-    ddp = tmp_path / "ddp"
-    metrics = json.loads((ddp / "metrics.json").read_text())
+    metrics = finished_run(done, tmp_path / "ddp", steps=2)
     # 2 steps x 2 processes x 1 row = all 4 rows: one process alone would have seen half of them
-    assert metrics["global_step"] == 2 and metrics["trainer_metrics"]["epoch"] == 1.0
-    assert sorted(p.name for p in ddp.glob("*.safetensors")) == ["adapter_model.safetensors"]
-
-    overrides = [*SETTINGS, "optim.per_device_batch_size=2", f"data={four_rows}", f"output_dir={tmp_path}"]
-    single = train(load_recipe(RECIPE, [*overrides, "run_name=single"]), progress=False)
-    alone = json.loads((single / "metrics.json").read_text())
-    assert metrics["tokens"] == alone["tokens"], "the two processes together saw every token once"
-    assert metrics["train_loss"] == pytest.approx(alone["train_loss"], rel=1e-4)
-
-    two, one = load_file(ddp / "adapter_model.safetensors"), load_file(single / "adapter_model.safetensors")
-    assert two.keys() == one.keys()
-    # lora_B starts at zero, so it is the learned update itself; a process training alone on its own rows (the
-    # launch before the fix) lands half the update's norm away; the same batch summed in another order, about 1e-5
-    learned = [name for name in one if "lora_B" in name]
-    assert relative_distance(two, one, learned) < 1e-3
-
-
-def relative_distance(a: dict, b: dict, names: list[str]) -> float:
-    import torch
-
-    diff = torch.cat([(a[n] - b[n]).flatten() for n in names])
-    return (diff.norm() / torch.cat([b[n].flatten() for n in names]).norm()).item()
+    assert metrics["trainer_metrics"]["epoch"] == 1.0
+    assert_same_as_one_process(tmp_path / "ddp", one_process_run(four_rows, tmp_path))
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from josh.recipes import RecipeError, TrainRecipe
+from josh.training.launch import uses_configured_state
 
 
 def check_report_to(report_to: list[str]) -> None:
@@ -86,6 +87,8 @@ def base_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
         "dataset_num_proc": None,
         "disable_tqdm": False,
         "ddp_find_unused_parameters": False,  # every LoRA weight gets a gradient; the check costs a graph walk
+        # FSDP / DeepSpeed on CPU processes: keep the state josh.training.launch set up instead of starting anew
+        **({"accelerator_config": {"use_configured_state": True}} if uses_configured_state() else {}),
     }
 
 

@@ -7,6 +7,12 @@ with the gloo backend instead, which is also what TrainingArguments then picks u
 gradients are averaged across processes as on GPUs. ``accelerate launch --cpu`` with ``--num_processes N > 1``
 starts one process only (accelerate's CPU launcher needs mpirun for more); that launch stops with an error
 naming the config that works.
+
+The sharded launches run on CPU processes too. accelerate pairs FSDP (``training/fsdp.yaml``) only with GPU-type
+process groups, so on CPU it would quietly train plain DDP: ``process_state`` builds the FSDP state itself. With
+DeepSpeed (``training/deepspeed_zero3.yaml``) accelerate finds no backend to name and counts one process while
+DeepSpeed's group holds them all: ``process_state`` names gloo, the backend DeepSpeed's CPU accelerator uses
+without oneCCL. In both cases the trainer keeps that state (``uses_configured_state``) instead of starting anew.
 """
 
 from __future__ import annotations
@@ -42,14 +48,47 @@ def check_cpu_launch() -> None:
 
 
 def process_state() -> Any:
-    """accelerate's ``PartialState`` for this process; the processes of a launch without a GPU use CPU + gloo."""
+    """accelerate's ``PartialState`` for this process; the processes of a launch without a GPU use CPU + gloo, with
+    FSDP or DeepSpeed when the launch config asks for them."""
     from accelerate import PartialState
     from accelerate.utils import DistributedType
 
     check_cpu_launch()
     state = PartialState()
-    if world_size() > 1 and state.distributed_type == DistributedType.NO:
-        os.environ["ACCELERATE_USE_CPU"] = "true"
+    if world_size() > 1 and state.backend is None:  # no GPU-type device: no backend, and a count of 1 process
+        deepspeed = state.distributed_type == DistributedType.DEEPSPEED
         PartialState._reset_state()
+        if deepspeed:
+            return PartialState(backend="gloo")  # not cpu=True, with which accelerate leaves DeepSpeed out
+        os.environ["ACCELERATE_USE_CPU"] = "true"
         state = PartialState(cpu=True)
+        if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true":
+            _cpu_fsdp_state()
     return state
+
+
+def _cpu_fsdp_state() -> None:
+    """Make the CPU processes' accelerator state an FSDP one, from the launcher's ``FSDP_*`` variables, as
+    accelerate's ``AcceleratorState`` does for GPU processes (where the trainer's accelerator builds it)."""
+    from accelerate.state import AcceleratorState, PartialState
+    from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin, TorchDynamoPlugin
+
+    state = AcceleratorState(cpu=True, dynamo_plugin=TorchDynamoPlugin(), _from_accelerator=True)
+    plugin = FullyShardedDataParallelPlugin()
+    if state.mixed_precision != "no":
+        plugin.set_mixed_precision(state.mixed_precision)
+    state.fsdp_plugin = plugin
+    state.distributed_type = PartialState().distributed_type = DistributedType.FSDP
+
+
+def uses_configured_state() -> bool:
+    """Whether ``process_state`` set up a sharded launch on CPU processes, which the trainer must keep rather than
+    start a new state (``TrainingArguments(accelerator_config={"use_configured_state": True})``)."""
+    from accelerate import PartialState
+    from accelerate.utils import DistributedType
+
+    shared = PartialState._shared_state
+    return shared.get("backend") == "gloo" and shared.get("distributed_type") in (
+        DistributedType.FSDP,
+        DistributedType.DEEPSPEED,
+    )

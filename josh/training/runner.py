@@ -142,11 +142,20 @@ def train(recipe: TrainRecipe, *, resume: bool = False, source: str | None = Non
         )
         quiet_trainer(trainer, run_dir / LOG_FILE, progress=progress)
         result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        gather_for_final_save(trainer)
         trainer.save_model(str(run_dir))
     if main:
         metrics = _finish(recipe, run_dir, trainer, result, callback, len(rows), checkpoint)
         write_model_card(run_dir, recipe, metrics, source)
     return run_dir
+
+
+def gather_for_final_save(trainer: Any) -> None:
+    """Under FSDP with a sharded state dict (``training/fsdp.yaml``) ``save_model`` writes nothing into the run
+    folder: gather the full state dict for the final save, so the main process writes one adapter as without FSDP.
+    The ``checkpoint-N`` folders keep their sharded state, which is what ``--resume`` reads."""
+    if getattr(trainer, "is_fsdp_enabled", False):
+        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
 
 
 def _finish(
