@@ -19,51 +19,20 @@ import asyncio
 import os
 import tempfile
 import time
-from collections.abc import Sequence
-from typing import Any
 
 from josh.agents import make_agent
 from josh.envs import build_env
 from josh.llm.base import LLM, Sampling
-from josh.llm.batcher import Batcher
 from josh.llm.config import VLLMConfig
 from josh.llm.factory import make_llm
 from josh.llm.models import resolve_model
 from josh.llm.vllm import VLLMLLM, engine_args
+from josh.llm.vllm_engine import BatchedEngine
 from josh.rollout import RolloutConfig, run_rollouts
 from josh.search import SearchConfig
 from josh.users import make_user
 
 ENGINE = {"max_model_len": 4096, "kv_cache_gib": 4}
-
-
-class SynchronousBatcher:
-    """The baseline: requests gathered for ``window_s`` into one blocking ``vllm.LLM.generate`` on a worker thread;
-    a batch runs until its longest member ends, and requests that arrive meanwhile wait for the next batch."""
-
-    def __init__(self, args: dict[str, Any], window_s: float = 0.01) -> None:
-        from vllm import LLM
-
-        self.args, self.dead = args, None
-        self.llm = LLM(**args)
-        self.tokenizer = self.llm.get_tokenizer()
-        self.max_model_len = self.llm.llm_engine.model_config.max_model_len
-        self.batcher: Batcher = Batcher(self._run, max_batch_size=args["max_num_seqs"], window_s=window_s,
-                                        weight=lambda request: request[1].n)  # fmt: skip
-
-    def lora_request(self, adapter: str | None) -> None:
-        return None
-
-    async def generate(self, prompt_ids: list[int], params: Any, lora: Any = None) -> Any:
-        return await self.batcher.submit((prompt_ids, params))
-
-    def _run(self, requests: Sequence[tuple[list[int], Any]]) -> list[Any]:
-        prompts = [{"prompt_token_ids": ids} for ids, _ in requests]
-        return self.llm.generate(prompts, sampling_params=[p for _, p in requests], use_tqdm=False)
-
-    def shutdown(self) -> None:
-        self.batcher.close()
-        self.llm.llm_engine.engine_core.shutdown()
 
 
 def rollout(llm: LLM, tasks: int, beam: int, branching: int, max_new_tokens: int) -> tuple[int, float, float]:
@@ -93,9 +62,12 @@ def main() -> None:
     config = VLLMConfig(model="smollm2", **ENGINE)
 
     def synchronous() -> LLM:
+        """The baseline: vLLM's synchronous ``LLM`` with josh's batcher (as the backend was before AsyncLLM)."""
+        from vllm import LLM as SyncLLM
+
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(ENGINE["kv_cache_gib"])
-        engine = SynchronousBatcher(engine_args(config, resolve_model("smollm2"), "cpu", False))
-        return VLLMLLM(_engine=engine, _config=config)
+        engine = SyncLLM(**engine_args(config, resolve_model("smollm2"), "cpu", False))
+        return VLLMLLM(_engine=BatchedEngine(engine, max_batch_size=config.max_batch_size, owned=True), _config=config)
 
     builders = {
         "synchronous batcher": synchronous,

@@ -32,6 +32,15 @@ class GRPOSpec(UserSpec, AgentSpec, EnvSpec):
     num_iterations: int = Field(1, ge=1, description="optimisation passes over each batch of rollouts")
     max_batch_size: int = Field(32, ge=1, description="rows in one generate call during rollouts")
     prefix_cache_tokens: int = Field(8192, ge=0, description="shared-prefix cache of one rollout batch (0: off)")
+    generation: Literal["hf", "vllm"] = Field(
+        "hf",
+        description="what generates the rollouts: hf (the policy itself, transformers' generate) or vllm (TRL's "
+        "vLLM engine colocated in the training process, the policy's weights synced into it before each step's "
+        "rollouts; needs vLLM, e.g. make vllm-env)",
+    )
+    vllm_gpu_memory_utilization: float = Field(
+        0.3, gt=0.0, le=1.0, description="GPU memory share of the colocated vLLM engine (generation: vllm, on GPU)"
+    )
     max_llm_calls: int | None = Field(
         None,
         ge=1,

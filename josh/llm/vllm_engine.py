@@ -145,3 +145,36 @@ def _empty_device_cache() -> None:
 
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
+
+
+class BatchedEngine:
+    """A synchronous ``vllm.LLM`` served like ``AsyncEngine``: concurrent requests gathered into one blocking
+    ``LLM.generate`` on a worker thread (``josh.llm.batcher``). For an engine that is not josh's to start, such as
+    TRL's colocated one in GRPO; a batch runs until its longest member ends, and a request the engine rejects fails
+    its whole batch. ``owned``: ``shutdown`` also stops the engine."""
+
+    def __init__(self, llm: Any, *, max_batch_size: int, window_s: float = 0.01, owned: bool = False) -> None:
+        from josh.llm.batcher import Batcher
+
+        self.llm, self._owned, self.dead = llm, owned, None
+        self.args = {"model": llm.llm_engine.model_config.model, "enable_lora": False, "max_num_seqs": max_batch_size}
+        self.tokenizer = llm.get_tokenizer()
+        self.max_model_len: int = llm.llm_engine.model_config.max_model_len
+        self.batcher = Batcher(self._run, max_batch_size=max_batch_size, window_s=window_s,
+                               weight=lambda request: request[1].n, name="josh-vllm-generate")  # fmt: skip
+
+    def lora_request(self, adapter: str | None) -> None:
+        return None
+
+    async def generate(self, prompt_ids: list[int], params: Any, lora: Any = None) -> Any:
+        return await self.batcher.submit((prompt_ids, params))
+
+    def _run(self, requests: list[tuple[list[int], Any]]) -> list[Any]:
+        prompts = [{"prompt_token_ids": ids} for ids, _ in requests]
+        return self.llm.generate(prompts, sampling_params=[params for _, params in requests], use_tqdm=False)
+
+    def shutdown(self) -> None:
+        """Stop the batching thread (and the engine, when it is ours)."""
+        self.batcher.close()
+        if self._owned:
+            self.llm.llm_engine.engine_core.shutdown()

@@ -4,7 +4,9 @@ TRL owns the algorithm (group advantages, clipped policy loss, optional KL to th
 4-bit, accelerate, wandb, checkpoints and resume); josh supplies the rollouts through TRL's ``rollout_func``
 (``josh.training.grpo_rollout``: the conversation loop with the user simulator, the environment's reward, skips) and
 a reward function that hands TRL the environment's reward of each rollout. The dataset is one row per training task
-whose prompt names the task; what the agent actually sees is built by josh for every rollout.
+whose prompt names the task; what the agent actually sees is built by josh for every rollout. The rollouts generate
+with the policy itself (``grpo.generation: hf``) or with TRL's colocated vLLM engine, into which TRL syncs the policy's
+weights before every step's rollouts (``generation: vllm``, ``josh.training.grpo_vllm``).
 
 TRL's built-in multi-turn support (``environment_factory``) was the other road: it exposes an environment's methods
 as tools in the model's native tool-call format and loops over tool calls only, so it has no place for a user
@@ -72,6 +74,10 @@ def check_recipe(recipe: TrainRecipe, n_tasks: int) -> None:
             f"grpo.user {spec.user!r} needs an LLM: set grpo.user_backend and grpo.user_model (a user simulator never "
             "shares the policy being trained)"
         )
+    if spec.generation == "vllm":
+        from josh.training.grpo_vllm import check_vllm
+
+        check_vllm()
 
 
 def prepare_tasks(recipe: TrainRecipe) -> tuple[list[dict[str, Any]], Any]:
@@ -85,7 +91,9 @@ def prepare_tasks(recipe: TrainRecipe) -> tuple[list[dict[str, Any]], Any]:
 
 
 def grpo_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
-    """``GRPOConfig`` keyword arguments: the shared ones, then GRPO's own."""
+    """``GRPOConfig`` keyword arguments: the shared ones, then GRPO's own (and the vLLM engine's, if it generates)."""
+    from josh.training.grpo_vllm import vllm_arguments
+
     spec = recipe.grpo
     args = {k: v for k, v in base_arguments(recipe, output_dir).items() if k not in NOT_IN_GRPO_CONFIG}
     args["include_num_input_tokens_seen"] = "no"  # GRPO counts the prompt and completion tokens it trains on
@@ -102,6 +110,7 @@ def grpo_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
         "num_iterations": spec.num_iterations,
         "mask_truncated_completions": False,
         "log_completions": False,
+        **vllm_arguments(recipe),
     }
 
 
@@ -146,6 +155,15 @@ class ConversationRollout:
         from josh.llm.hf import HFLLM
 
         spec = self.recipe.grpo
+        keys = [prompt[-1]["content"] for prompt in prompts]
+        if getattr(trainer, "use_vllm", False):  # TRL has just synced the policy's weights into its engine
+            from josh.training.grpo_vllm import colocated_backend
+
+            llm = colocated_backend(trainer.vllm_generation.llm, spec.max_batch_size)
+            try:
+                return self.roll(keys, self.agent_on(llm), self.batch_seed(trainer))
+            finally:
+                llm.close()
         net = trainer.accelerator.unwrap_model(trainer.model)
         training = net.training
         net.eval()  # no dropout, no activation checkpointing while generating
@@ -153,7 +171,6 @@ class ConversationRollout:
             net=net, tokenizer=self.tokenizer, max_batch_size=spec.max_batch_size,
             prefix_cache_tokens=spec.prefix_cache_tokens,
         )  # fmt: skip
-        keys = [prompt[-1]["content"] for prompt in prompts]
         try:
             return self.roll(keys, self.agent_on(llm), self.batch_seed(trainer))
         finally:
