@@ -23,17 +23,13 @@ Q_PROJ = "model.layers.0.self_attn.q_proj"
 
 
 @pytest.fixture(autouse=True)
-def own_process_group() -> Any:
-    """TRL's colocated engine sets RANK, MASTER_PORT, ... in os.environ and starts a process group in this process:
-    both are undone afterwards, so later tests (and their subprocesses) start clean."""
+def restored_environment() -> Any:
+    """TRL's colocated engine sets RANK, MASTER_PORT, ... in os.environ (for the process group it starts here, which
+    the engine itself tears down at exit): they are undone, so later tests' subprocesses do not join it."""
     import os
-
-    import torch.distributed as dist
 
     saved = dict(os.environ)
     yield
-    if dist.is_initialized():
-        dist.destroy_process_group()
     os.environ.clear()
     os.environ.update(saved)
 
