@@ -67,6 +67,7 @@ class FakeEngineArgs:
     max_num_seqs: int = 128
     tensor_parallel_size: int = 1
     enforce_eager: bool = False
+    enable_chunked_prefill: bool = True
     structured_outputs_config: dict = field(default_factory=dict)
     enable_lora: bool = False
     max_lora_rank: int = 16
@@ -179,10 +180,11 @@ def test_engine_arguments_per_device(fake_vllm, tmp_path, monkeypatch):
     gpu = FakeAsyncLLM.instances[-1].args
     assert (gpu.dtype, gpu.enforce_eager, gpu.gpu_memory_utilization, gpu.max_num_seqs) == ("auto", False, 0.9, 256)
     assert gpu.structured_outputs_config == {"backend": "guidance"} and gpu.enable_prefix_caching
+    assert gpu.enable_chunked_prefill
     fake_vllm["vllm.platforms"].current_platform = types.SimpleNamespace(device_type="cpu")
     VLLMLLM(str(tmp_path), engine_args={"swap_space": 1}).close()
     cpu = FakeAsyncLLM.instances[-1].args
-    assert (cpu.dtype, cpu.enforce_eager, cpu.swap_space) == ("float32", True, 1)
+    assert (cpu.dtype, cpu.enforce_eager, cpu.enable_chunked_prefill, cpu.swap_space) == ("float32", True, False, 1)
     assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == "4"
 
 

@@ -119,6 +119,16 @@ async def test_a_bad_request_fails_alone(engine) -> None:
     assert isinstance(bad_grammar, LLMError)
 
 
+async def test_seeded_requests_over_the_step_budget_do_not_kill_the_engine(engine) -> None:
+    """Eight seeded ~1,500-token prompts at once exceed the engine's per-step token budget; with chunked prefill on,
+    vLLM's CPU build died rewinding a seeded generator of a half-prefilled prompt."""
+    prompts = [[user(f"request {k}: " + "word " * 1500)] for k in range(8)]
+    replies = await asyncio.gather(
+        *(engine.chat(p, sampling=Sampling(temperature=1.0, seed=k, max_new_tokens=4)) for k, p in enumerate(prompts))
+    )
+    assert all(r[0].completion_tokens > 0 for r in replies) and not engine.dead
+
+
 async def test_greedy_n_gives_the_greedy_reply_n_times(engine) -> None:
     replies = await engine.chat([user("Name a colour.")], n=3, sampling=Sampling(temperature=0, max_new_tokens=12))
     single = await engine.chat([user("Name a colour.")], sampling=Sampling(temperature=0, max_new_tokens=12))

@@ -63,6 +63,9 @@ def engine_args(config: VLLMConfig, model: str, device: str, lora: bool) -> dict
         "max_num_seqs": config.max_batch_size,
         "tensor_parallel_size": config.tensor_parallel_size,
         "enforce_eager": on_cpu if config.enforce_eager is None else config.enforce_eager,
+        # a prompt split over engine steps discards its partial sample by rewinding the request's seeded generator,
+        # which a CPU generator cannot do: the engine dies ("CPU Generator does not use offset"); whole prompts only
+        "enable_chunked_prefill": not on_cpu,
         "structured_outputs_config": {"backend": config.structured_outputs_backend},
         "enable_lora": lora,
         "disable_log_stats": True,
