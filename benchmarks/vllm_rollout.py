@@ -27,7 +27,7 @@ from josh.llm.base import LLM, Sampling
 from josh.llm.config import VLLMConfig
 from josh.llm.factory import make_llm
 from josh.llm.models import resolve_model
-from josh.llm.vllm import VLLMLLM, engine_args
+from josh.llm.vllm import VLLMLLM, cpu_kv_cache_gib, engine_args
 from josh.llm.vllm_engine import BatchedEngine
 from josh.rollout import RolloutConfig, run_rollouts
 from josh.search import SearchConfig
@@ -84,7 +84,7 @@ def main() -> None:
         """The baseline: vLLM's synchronous ``LLM`` with josh's batcher (as the backend was before AsyncLLM)."""
         from vllm import LLM as SyncLLM
 
-        os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(ENGINE["kv_cache_gib"])
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = cpu_kv_cache_gib(config)  # as the backend sets it
         engine = SyncLLM(**engine_args(config, resolve_model("smollm2"), "cpu", False))
         return VLLMLLM(_engine=BatchedEngine(engine, max_batch_size=config.max_batch_size, owned=True), _config=config)
 
