@@ -20,9 +20,10 @@ import time
 from contextlib import contextmanager
 from unittest import mock
 
-from josh import conversation, metrics
-from josh.components import ComponentOptions, build_components
-from josh.evaluate import evaluate
+from josh.eval import metrics
+from josh.eval.evaluate import evaluate
+from josh.run import conversation
+from josh.run.components import ComponentOptions, build_components
 
 
 class Timed:

@@ -2,7 +2,7 @@
 
     python benchmarks/eval_scripted.py [--tasks 100] [--concurrency 16]
 
-Prints the wall time of ``josh.evaluate.evaluate`` (results.jsonl + summary.json written, as a user's run would)
+Prints the wall time of ``josh.eval.evaluate.evaluate`` (results.jsonl + summary.json written, as a user's run would)
 against the 5 s target, and against a baseline measured in the same run: the same conversations driven one after
 another with no file output, i.e. the pure cost of the env, agent and user.
 """
@@ -14,9 +14,9 @@ import asyncio
 import tempfile
 import time
 
-from josh.components import ComponentOptions, build_components
-from josh.conversation import run_conversation
-from josh.evaluate import evaluate
+from josh.eval.evaluate import evaluate
+from josh.run.components import ComponentOptions, build_components
+from josh.run.conversation import run_conversation
 
 
 async def serial(built) -> float:

@@ -36,17 +36,17 @@ from typing import Any
 from josh.agents import make_agent
 from josh.agents.base import AgentTurn
 from josh.agents.parsing import Parsed
-from josh.conversation import ConversationRecord
 from josh.envs.base import Env
 from josh.envs.retail import RetailEnv
 from josh.envs.toolwoz.agenda import AgendaUser
 from josh.envs.toolwoz.data import load_toolwoz
 from josh.envs.toolwoz.env import ToolWOZEnv
-from josh.jsonl import JsonlWriter, read_models
 from josh.llm.base import Completion, Sampling
 from josh.llm.scripted import ScriptedLLM
-from josh.tree import Node, Tree
+from josh.run.conversation import ConversationRecord
+from josh.search.tree import Node, Tree
 from josh.types import ErrorCategory, Message, Task, ToolCall, user
+from josh.util.jsonl import JsonlWriter, read_models
 
 DEFAULT_RETAIL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "taubench" / "retail"
 SMALL = 64 * 1024

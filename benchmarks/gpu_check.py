@@ -39,10 +39,10 @@ sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 
 from vllm_rollout import rollout  # noqa: E402
 
+from josh.cli.serve import free_port  # noqa: E402
 from josh.llm.base import Sampling  # noqa: E402
 from josh.llm.factory import make_llm  # noqa: E402
 from josh.llm.models import resolve_model  # noqa: E402
-from josh.serving import free_port  # noqa: E402
 from josh.types import user  # noqa: E402
 from tests.training_data import kto_rows, write_jsonl  # noqa: E402
 

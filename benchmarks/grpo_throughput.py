@@ -33,7 +33,7 @@ AGENT_OPTIONS = "grpo.agent_options={examples: 0, max_generations: 1}"
 
 
 def recipe_for(out: Path, args: argparse.Namespace):
-    from josh.recipes import load_recipe
+    from josh.training.recipe import load_recipe
 
     overrides = [
         f"output_dir={out}", "run_name=josh", f"optim.max_steps={args.steps}", f"optim.save_steps={args.steps}",
@@ -56,8 +56,8 @@ def plain_prompts(recipe) -> tuple[list[dict], dict]:
     import asyncio
 
     from josh.agents import make_agent
-    from josh.components import build_env
     from josh.llm.scripted import ScriptedLLM
+    from josh.run.components import build_env
     from josh.users import make_user
 
     spec = recipe.grpo

@@ -18,10 +18,10 @@ import time
 import torch
 
 from josh.agents import make_agent
-from josh.components import build_env
 from josh.llm.base import Sampling
 from josh.llm.factory import make_llm
 from josh.llm.hf import HFLLM
+from josh.run.components import build_env
 from josh.types import Message, user
 
 

@@ -33,11 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import search_scheduling  # noqa: E402
 from search_scheduling import BenchAgent, BenchUser, PlainEnv, make_tasks  # noqa: E402
 
-from josh.components import ComponentOptions, Components  # noqa: E402
-from josh.distributed import ActorPool, RayOptions  # noqa: E402
 from josh.llm.scripted import ScriptedLLM  # noqa: E402
-from josh.rollout import RolloutConfig, run_rollouts  # noqa: E402
-from josh.search import SearchConfig  # noqa: E402
+from josh.run.components import ComponentOptions, Components  # noqa: E402
+from josh.search.algorithm import SearchConfig  # noqa: E402
+from josh.search.distributed import ActorPool, RayOptions  # noqa: E402
+from josh.search.rollout import RolloutConfig, run_rollouts  # noqa: E402
 from josh.types import Task  # noqa: E402
 
 # the actors unpickle the benchmark pieces by value: benchmarks/ is not an installed package

@@ -30,8 +30,8 @@ from josh.agents.base import AgentTurn, PromptFrame
 from josh.envs.base import ConversationState
 from josh.llm.base import LLM, Completion
 from josh.llm.scripted import ScriptedLLM
-from josh.search import SearchConfig, search
-from josh.tree import Tree, path_messages
+from josh.search.algorithm import SearchConfig, search
+from josh.search.tree import Tree, path_messages
 from josh.types import Goal, Message, Task, assistant
 from josh.users.base import UserTurn
 

@@ -20,8 +20,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from josh.report import headline_text
-from josh.seeds import increment_line, pooled_headline, seed_reports
+from josh.loop.render import headline_text
+from josh.loop.seeds import increment_line, pooled_headline, seed_reports
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,10 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from josh.components import ComponentOptions, build_components
-from josh.evaluate import evaluate
+from josh.cli.serve import ModelServer, served_folder
+from josh.eval.evaluate import evaluate
 from josh.llm.base import Sampling, aclose_all
-from josh.serving import ModelServer, served_folder
+from josh.run.components import ComponentOptions, build_components
 
 
 async def run(options: ComponentOptions, out: Path, max_turns: int, concurrency: int) -> tuple[float, dict]:

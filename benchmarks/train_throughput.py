@@ -33,9 +33,9 @@ RECIPE = ROOT / "recipes/tiny-sft.yaml"
 def make_rows(folder: Path, agent: str, tasks: int, max_turns: int) -> Path:
     """Warm-start SFT rows for ``agent`` from scripted conversations on the mini set's train tasks."""
     from josh.agents import make_agent
-    from josh.components import build_env
+    from josh.harvest.warmstart import WarmStartConfig, warm_start
     from josh.llm.scripted import ScriptedLLM
-    from josh.warmstart import WarmStartConfig, warm_start
+    from josh.run.components import build_env
 
     env = build_env("toolwoz", "mini")
     options = {"examples": 0, "max_generations": 2} if agent == "act" else {}
@@ -47,7 +47,7 @@ def make_rows(folder: Path, agent: str, tasks: int, max_turns: int) -> Path:
 
 
 def run_josh(data: Path, out: Path, steps: int, extra: list[str]) -> float:
-    from josh.recipes import load_recipe
+    from josh.training.recipe import load_recipe
     from josh.training.runner import train
 
     overrides = [f"data={data}", f"output_dir={out}", "run_name=josh", f"optim.max_steps={steps}"]
@@ -64,7 +64,7 @@ def run_plain(data: Path, out: Path, steps: int, extra: list[str]) -> float:
     from trl import SFTConfig, SFTTrainer
 
     from josh.llm.models import resolve_model
-    from josh.recipes import load_recipe
+    from josh.training.recipe import load_recipe
 
     recipe = load_recipe(RECIPE, extra)
     path = resolve_model(recipe.model.name)

@@ -29,8 +29,8 @@ from josh.llm.factory import make_llm
 from josh.llm.models import resolve_model
 from josh.llm.vllm import VLLMLLM, cpu_kv_cache_gib, engine_args
 from josh.llm.vllm_engine import BatchedEngine
-from josh.rollout import RolloutConfig, run_rollouts
-from josh.search import SearchConfig
+from josh.search.algorithm import SearchConfig
+from josh.search.rollout import RolloutConfig, run_rollouts
 from josh.types import user
 from josh.users import make_user
 

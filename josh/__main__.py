@@ -1,3 +1,3 @@
-from josh.cli import app
+from josh.cli.main import app
 
 app()

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from josh.storable import clean_text, json_problem, read_json, to_storable
+from josh.util.storable import clean_text, json_problem, read_json, to_storable
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -23,7 +23,7 @@ class ErrorCategory(str, Enum):
     """Why a tool call or an agent output failed (paper fig. 4b: malformed vs. bad API use).
 
     ``UNSTORABLE``: the output held what a UTF-8 JSON record cannot keep (a lone surrogate, nesting deeper than
-    ``josh.storable.MAX_DEPTH``): the text was repaired or the call refused. ``USER_ERROR``: the user simulator
+    ``josh.util.storable.MAX_DEPTH``): the text was repaired or the call refused. ``USER_ERROR``: the user simulator
     failed (its LLM, its rules); it is the simulator's error, never counted in the agent's error shares.
     """
 

@@ -22,7 +22,7 @@ def shared_data() -> Path:
 @pytest.fixture(scope="module")
 def mini_env():
     """The ToolWOZ environment over the shipped mini set (built once per test module)."""
-    from josh.components import build_env
+    from josh.run.components import build_env
 
     return build_env("toolwoz", "mini")
 

@@ -13,7 +13,7 @@ tree is therefore known exactly.
 
 ``start_josh``: the ``josh`` command line of this checkout as a child process that Ctrl-C stops.
 
-The scripted loop (``josh.loop`` without a model): ``builder`` builds the oracle agent with a noise its "checkpoint"
+The scripted loop (``josh.loop.runner`` without a model): ``builder`` builds the oracle agent with a noise its "checkpoint"
 sets, ``StubTrainer`` / ``RecordingTrainer`` and ``merger`` stand in for TRL and PEFT, ``recipe`` is a small loop
 recipe over the mini set, ``hopeless`` a builder whose searches find nothing to reward.
 """
@@ -32,10 +32,10 @@ from types import ModuleType
 from typing import Any
 
 from josh.agents.base import AgentTurn, PromptFrame
-from josh.components import ComponentOptions, Components, build_env
 from josh.envs.base import ConversationState
-from josh.loop_recipe import LoopRecipe
-from josh.recipes import RecipeError
+from josh.loop.recipe import LoopRecipe
+from josh.run.components import ComponentOptions, Components, build_env
+from josh.training.recipe import RecipeError
 from josh.types import CallRecord, ErrorCategory, Goal, Message, Task, ToolCall, ToolResult, assistant, tool_result
 from josh.users.base import UserTurn
 

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from josh.advantages import (
+from josh.cli.main import app
+from josh.harvest.advantages import (
     AdvantageConfig,
     AdvantageStats,
     advantage_rows,
@@ -20,8 +21,7 @@ from josh.advantages import (
     sibling_groups,
     subtree_rewards,
 )
-from josh.cli import app
-from josh.tree import Node, Tree
+from josh.search.tree import Node, Tree
 from josh.types import assistant
 
 # (id, parent, goals, ideal); every node but the root says "turn <id>" and the user answers "user <id>"

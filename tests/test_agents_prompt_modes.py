@@ -4,9 +4,9 @@ import pytest
 
 from josh.agents import make_agent
 from josh.agents.prompting import examples
-from josh.extract import ExtractConfig, ExtractStats, extract_rows
+from josh.harvest.extract import ExtractConfig, ExtractStats, extract_rows
 from josh.llm.base import Completion, Sampling
-from josh.search import SearchConfig, search
+from josh.search.algorithm import SearchConfig, search
 from josh.users import make_user
 
 
@@ -84,7 +84,7 @@ async def test_trees_and_sft_rows_hold_the_preamble(mini_env):
 def test_eval_takes_agent_options_from_the_cli(tmp_path):
     from typer.testing import CliRunner
 
-    from josh.cli import app
+    from josh.cli.main import app
 
     reply = 'Action: {"name": "respond", "arguments": {"content": "hi"}}'
     base = ["eval", "--agent", "act", "--backend", "scripted", "--model", "x", "--llm-option", f"replies=['{reply}']"]
@@ -122,7 +122,7 @@ def test_tool_listing_is_refused_where_the_backend_gets_the_tools(mini_env):
 def test_a_bad_tool_listing_is_a_clear_cli_error(tmp_path):
     from typer.testing import CliRunner
 
-    from josh.cli import app
+    from josh.cli.main import app
 
     reply = 'Action: {"name": "respond", "arguments": {"content": "hi"}}'
     base = ["eval", "--agent", "act", "--backend", "scripted", "--model", "x", "--llm-option", f"replies=['{reply}']"]

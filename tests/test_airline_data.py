@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from josh.cli import app
+from josh.cli.main import app
 from josh.envs.airline import AirlineDataError, AirlineEnv, download, load_tasks
 from josh.envs.airline.download import UPSTREAM_DIR, DownloadError, download_airline
 from josh.envs.retail.download import raw_url

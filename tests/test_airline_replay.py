@@ -8,10 +8,10 @@ import hashlib
 import pytest
 
 from josh.agents.replay import ReplayAgent
-from josh.conversation import run_conversation
 from josh.envs.airline import AirlineEnv, details_of
 from josh.envs.airline.tools import WRITE_TOOLS
 from josh.envs.taubench.user import TauScriptedUser
+from josh.run.conversation import run_conversation
 from josh.types import Task, ToolCall, assistant, user
 
 # SHA-256 over the 50 gold final-state hashes, in task order. When it was recorded, the full final databases of

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from josh.atomic import write_atomic, write_folder_atomic
+from josh.util.atomic import write_atomic, write_folder_atomic
 
 
 def test_text_bytes_and_lines_land_whole(tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from josh.cli import app
-from josh.serving import free_port
+from josh.cli.main import app
+from josh.cli.serve import free_port
 from tests.test_llm_openai import FakeServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +77,7 @@ def test_an_unexpected_error_is_two_lines_and_points_at_verbose(tmp_path, monkey
     def broken(*args, **kwargs):
         raise KeyError("surprise")
 
-    monkeypatch.setattr("josh.components.build_components", broken)
+    monkeypatch.setattr("josh.run.components.build_components", broken)
     result = run("eval", "--agent", "oracle", "--out", str(tmp_path))
     assert result.exit_code == 1
     assert lines(result.output) == [

@@ -2,7 +2,7 @@ import json
 
 from typer.testing import CliRunner
 
-from josh.cli import app
+from josh.cli.main import app
 
 
 def test_josh_eval_oracle_agenda_on_mini_reaches_full_reward_and_resumes(tmp_path):

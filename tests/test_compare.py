@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from josh.cli import app
-from josh.compare import CompareError, compare_evaluations, parse_spec
+from josh.cli.main import app
+from josh.eval.compare import CompareError, compare_evaluations, parse_spec
 
 
 def write_eval(folder: Path, rewards: dict[str, list[float]], split: str = "test") -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from josh.cli import app
+from josh.cli.main import app
 from josh.envs.retail import RetailEnv
 from josh.envs.retail.db import RetailDataError
 from josh.envs.toolwoz.data import SHIPPED_MINI

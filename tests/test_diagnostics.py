@@ -10,8 +10,11 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from josh.agents.replay import ReplayAgent
-from josh.cli import app
-from josh.diagnostics import (
+from josh.cli.main import app
+from josh.cli.view import render_tree
+from josh.envs.airline import AirlineEnv
+from josh.envs.taubench.user import TauScriptedUser
+from josh.eval.diagnostics import (
     ArgumentIssue,
     CallClass,
     Diagnosis,
@@ -22,12 +25,9 @@ from josh.diagnostics import (
     print_diagnostics,
     summarize_diagnoses,
 )
-from josh.envs.airline import AirlineEnv
-from josh.envs.taubench.user import TauScriptedUser
-from josh.evaluate import evaluate
-from josh.search import SearchConfig, search
+from josh.eval.evaluate import evaluate
+from josh.search.algorithm import SearchConfig, search
 from josh.types import CallRecord, ErrorCategory, Goal, ToolCall
-from josh.view import render_tree
 from tests.airline_data import write_airline
 
 GOALS = [

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from josh.conversation import run_conversation
-from josh.evaluate import evaluate, load_results
+from josh.eval.evaluate import evaluate, load_results
+from josh.run.conversation import run_conversation
 from josh.types import ErrorCategory
 from tests.fakes import CallingAgent, CountingUser, FakeEnv, make_tasks
 

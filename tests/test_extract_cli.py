@@ -6,8 +6,8 @@ import json
 
 from typer.testing import CliRunner
 
-from josh.cli import app
-from josh.rollout import run_rollouts
+from josh.cli.main import app
+from josh.search.rollout import run_rollouts
 from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
 
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from josh.extract import STATS_FILE, ExtractConfig, ExtractStats, extract, extract_rows, tree_rows
-from josh.search import SearchConfig, search
-from josh.tree import Tree
+from josh.harvest.extract import STATS_FILE, ExtractConfig, ExtractStats, extract, extract_rows, tree_rows
+from josh.search.algorithm import SearchConfig, search
+from josh.search.tree import Tree
 from josh.types import Message, ToolCall
 from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
 

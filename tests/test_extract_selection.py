@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import random
 
-from josh.extract import ExtractConfig, ExtractStats, extract_rows
-from josh.extract_control import extract_random, random_branch, random_rows
-from josh.search import SearchConfig, search
-from josh.tree import Tree
+from josh.harvest.control import extract_random, random_branch, random_rows
+from josh.harvest.extract import ExtractConfig, ExtractStats, extract_rows
+from josh.search.algorithm import SearchConfig, search
+from josh.search.tree import Tree
 from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
 
 FULL = {(1,): (0,), (1, 0, 1): (1,)}  # the ideal path is root -> 1 -> 1.0 -> 1.0.1

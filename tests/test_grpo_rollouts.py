@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from josh.llm.scripted import ScriptedLLM
-from josh.recipes import RecipeError, build_recipe
 from josh.training.grpo import ConversationRollout, environment_reward, prepare_tasks
 from josh.training.grpo_rollout import WatchedEnv
+from josh.training.recipe import RecipeError, build_recipe
 from josh.types import Message
 
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from josh.evaluate import evaluate
-from josh.rollout import run_rollouts
+from josh.eval.evaluate import evaluate
+from josh.search.rollout import run_rollouts
 from tests.fakes import CallingAgent, CountingUser, FakeEnv, make_tasks, start_josh
 
 

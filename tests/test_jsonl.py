@@ -1,6 +1,6 @@
 import pytest
 
-from josh.jsonl import CorruptLineError, JsonlWriter, iter_jsonl
+from josh.util.jsonl import CorruptLineError, JsonlWriter, iter_jsonl
 
 
 def test_torn_last_line_is_skipped_and_repaired(tmp_path):

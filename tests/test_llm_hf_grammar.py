@@ -9,10 +9,10 @@ import torch
 from josh.agents.act import RESPOND_ACTION, act_grammar, parse_act
 from josh.agents.grammar import call_schema
 from josh.agents.react import parse_react, react_grammar
-from josh.components import build_env
 from josh.llm.base import LLMError, Sampling
 from josh.llm.hf import HFLLM
 from josh.llm.hf_grammar import grammar_problem
+from josh.run.components import build_env
 from josh.types import system, user
 
 pytest.importorskip("llguidance")

@@ -7,9 +7,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from josh.components import Components
 from josh.llm import LLMError, Sampling, make_llm
 from josh.llm.openai import DEFAULT_PRICES, OpenAILLM, price_of
+from josh.run.components import Components
 from josh.types import system, user
 from tests.fault_server import send_raw
 

@@ -22,11 +22,11 @@ from typer.testing import CliRunner
 pytest.importorskip("vllm", reason="vLLM's real engine lives in the vllm environment: make test-vllm")
 
 from josh.agents.act import RESPOND_ACTION, act_grammar, parse_act  # noqa: E402
-from josh.cli import app  # noqa: E402
-from josh.components import build_env  # noqa: E402
+from josh.cli.main import app  # noqa: E402
+from josh.cli.serve import ModelServer  # noqa: E402
 from josh.llm import Completion, LLMError, Sampling, make_llm  # noqa: E402
 from josh.llm.models import resolve_model  # noqa: E402
-from josh.serving import ModelServer  # noqa: E402
+from josh.run.components import build_env  # noqa: E402
 from josh.types import Message, system, user  # noqa: E402
 from tests.test_serving_real import AGENT, GREEDY, evaluate, loopback_without_proxy, tree_turns  # noqa: E402, F401
 from tests.training_data import FIND_TOOL, tool_conversation, write_jsonl  # noqa: E402
@@ -40,7 +40,7 @@ GREEDY_REPLY = Sampling(temperature=0, max_new_tokens=48)
 
 def train_adapter(folder: Path, food: str) -> Path:
     """A LoRA adapter overfit on one function-calling conversation about ``food``."""
-    from josh.recipes import load_recipe
+    from josh.training.recipe import load_recipe
     from josh.training.runner import train
 
     data = write_jsonl(folder / "sft.jsonl", [{"messages": tool_conversation(food), "tools": [FIND_TOOL]}])

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from josh.loop import Loop
-from josh.loop_report import load_loop_report
-from josh.manifest import read_manifest
-from josh.seeds import rebuild
+from josh.loop.report import load_loop_report
+from josh.loop.runner import Loop
+from josh.loop.seeds import rebuild
+from josh.loop.stages.manifest import read_manifest
 from tests.fakes import RecordingTrainer, StubTrainer, builder, hopeless, lines, merger, recipe
 
 
@@ -118,7 +118,7 @@ def test_a_matched_random_control_without_josh_rows_ends_with_a_note(tmp_path: P
 
 
 def test_kto_policy_searches_the_next_round(tmp_path: Path) -> None:
-    from josh.manifest import input_digest
+    from josh.loop.stages.manifest import input_digest
 
     changes = {"kto_from": "sft", "policy": "kto", "rounds": 2}
     Loop(recipe(tmp_path, **changes), trainer=StubTrainer(), builder=builder, merger=merger, progress=False).run()

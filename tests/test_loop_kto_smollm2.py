@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from josh.loop import Loop
-from josh.loop_recipe import load_loop_recipe
+from josh.loop.recipe import load_loop_recipe
+from josh.loop.runner import Loop
 
 ROOT = Path(__file__).resolve().parents[1]
 

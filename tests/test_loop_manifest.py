@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from josh.manifest import input_digest, read_manifest, run_stage
+from josh.loop.stages.manifest import input_digest, read_manifest, run_stage
 
 
 class Work:

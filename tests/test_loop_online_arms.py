@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from josh.components import ComponentOptions, Components
-from josh.loop import Loop
-from josh.loop_report import load_loop_report
-from josh.manifest import input_digest, read_manifest
+from josh.loop.report import load_loop_report
+from josh.loop.runner import Loop
+from josh.loop.stages.manifest import input_digest, read_manifest
+from josh.run.components import ComponentOptions, Components
 from tests.fakes import RecordingTrainer, builder, hopeless, lines, recipe
 
 ARM = {"model": {"name": "base"}, "max_length": 512}

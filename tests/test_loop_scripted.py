@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from josh.components import ComponentOptions, Components
-from josh.loop import Loop
-from josh.manifest import read_manifest
+from josh.loop.runner import Loop
+from josh.loop.stages.manifest import read_manifest
+from josh.run.components import ComponentOptions, Components
 from tests.fakes import StubTrainer, builder, merger, recipe
 
 
@@ -31,7 +31,7 @@ def test_loop_runs_every_stage_and_reports(tmp_path: Path) -> None:
     summaries = {e.label: json.loads((e.folder / "summary.json").read_text()) for e in result.evaluated}
     assert summaries["round 1 JOSH-SFT"]["average_reward"]["mean"] > summaries["base"]["average_reward"]["mean"]
     eval_manifest = read_manifest(run_dir / "round-1" / "eval-sft")
-    from josh.manifest import input_digest
+    from josh.loop.stages.manifest import input_digest
 
     assert eval_manifest.inputs["model"] == input_digest(run_dir / "round-1" / "train-sft")
     report = (run_dir / "report.md").read_text()
@@ -104,7 +104,7 @@ def test_sft_from_policy_continues_the_adapter_on_new_rows_only(tmp_path: Path) 
 
 
 def test_second_round_searches_new_tasks_with_the_newest_checkpoint(tmp_path: Path) -> None:
-    from josh.manifest import input_digest
+    from josh.loop.stages.manifest import input_digest
 
     result = run(tmp_path, StubTrainer(), rounds=2, kto=None)
     run_dir = tmp_path / "scripted"
@@ -132,8 +132,8 @@ def test_bad_recipes_are_refused(tmp_path: Path, changes: dict[str, Any], messag
 
 
 def test_loop_recipe_files_load_and_unknown_keys_are_named(tmp_path: Path) -> None:
-    from josh.loop_recipe import load_loop_recipe
-    from josh.recipes import RecipeError
+    from josh.loop.recipe import load_loop_recipe
+    from josh.training.recipe import RecipeError
 
     root = Path(__file__).resolve().parents[1] / "recipes"
     demo = load_loop_recipe(root / "demo-cpu.yaml")

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from josh.cli import app
-from josh.components import ComponentOptions, Components
-from josh.loop_report import START_DRAWS, LoopReport, ModelEntry, compare, load_loop_report, start_draws
-from josh.loop_result import RETRAIN
-from josh.manifest import read_manifest
-from josh.metrics import bootstrap, summarize
-from josh.report import fmt_interval, start_draws_text
-from josh.seeds import SeedsReport, combine, increment_line, pooled_headline, rebuild, run_seeds
+from josh.cli.main import app
+from josh.eval.metrics import bootstrap, summarize
+from josh.loop.render import fmt_interval, start_draws_text
+from josh.loop.report import START_DRAWS, LoopReport, ModelEntry, compare, load_loop_report, start_draws
+from josh.loop.result import RETRAIN
+from josh.loop.seeds import SeedsReport, combine, increment_line, pooled_headline, rebuild, run_seeds
+from josh.loop.stages.manifest import read_manifest
+from josh.run.components import ComponentOptions, Components
 from tests.fakes import StubTrainer, builder, merger, recipe
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,7 +183,7 @@ def test_the_start_pooled_with_control_retrain_by_hand() -> None:
 
 
 def test_the_loop_compares_its_last_policy_with_both_draws_of_the_start(tmp_path: Path) -> None:
-    from josh.loop import Loop
+    from josh.loop.runner import Loop
     from tests.fakes import RecordingTrainer
 
     changes = {"kto": None, "controls": {"retrain": True}}

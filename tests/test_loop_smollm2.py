@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from josh.envs.toolwoz.schema import openai_tools
-from josh.loop import Loop
-from josh.loop_recipe import load_loop_recipe
-from josh.manifest import input_digest, read_manifest
+from josh.loop.recipe import load_loop_recipe
+from josh.loop.runner import Loop
+from josh.loop.stages.manifest import input_digest, read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 

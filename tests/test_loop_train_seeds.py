@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from josh.components import ComponentOptions, Components
-from josh.loop import TRAIN_SEED_STEP, Loop
-from josh.seeds import rebuild
+from josh.loop.runner import TRAIN_SEED_STEP, Loop
+from josh.loop.seeds import rebuild
+from josh.run.components import ComponentOptions, Components
 from tests.fakes import RecordingTrainer, builder, lines, merger, recipe
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from josh.cli import app
-from josh.matrix import MatrixConfig, Spec, compare, flip_lines, markdown
-from josh.metrics import Interval, Summary
+from josh.cli.main import app
+from josh.eval.matrix import MatrixConfig, Spec, compare, flip_lines, markdown
+from josh.eval.metrics import Interval, Summary
 
 
 def test_specs() -> None:

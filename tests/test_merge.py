@@ -14,7 +14,7 @@ def test_merged_model_matches_base_plus_adapter(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from josh.llm.models import resolve_model
-    from josh.merge import merge_adapter
+    from josh.training.merge import merge_adapter
 
     base = resolve_model("smollm2")
     torch.manual_seed(0)

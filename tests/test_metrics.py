@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from josh.conversation import ConversationRecord
-from josh.metrics import bootstrap, paired_difference, pass_hat_k, summarize
+from josh.eval.metrics import bootstrap, paired_difference, pass_hat_k, summarize
+from josh.run.conversation import ConversationRecord
 from josh.types import ErrorCategory
 
 

@@ -9,7 +9,7 @@ import logging
 import pytest
 from typer.testing import CliRunner
 
-from josh.cli import app
+from josh.cli.main import app
 from josh.llm import LLMError
 from josh.llm.openai import OpenAILLM
 from josh.types import ErrorCategory, user

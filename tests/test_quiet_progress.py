@@ -11,16 +11,16 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import TextColumn
 
-from josh import cli_errors
-from josh.progress import LineProgress, stage_progress
-from josh.quiet import noise_to
+from josh.cli import errors as cli_errors
+from josh.util.progress import LineProgress, stage_progress
+from josh.util.quiet import noise_to
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 SCRIPT = """
 import logging, sys, warnings
-from josh.quiet import noise_to, terminal
+from josh.util.quiet import noise_to, terminal
 with noise_to(sys.argv[1]):
     warnings.warn("gradient_checkpointing is deprecated", FutureWarning, stacklevel=1)
     logging.getLogger("josh.agents.prompted").warning("agent LLM call failed: boom")

@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from josh.cli import app
-from josh.components import ComponentOptions, Components, build_env
-from josh.rollout import STATS_FILE, TREES_FILE, RolloutConfig, RolloutOptions
-from josh.search import SearchConfig
+from josh.cli.main import app
+from josh.run.components import ComponentOptions, Components, build_env
+from josh.search.algorithm import SearchConfig
+from josh.search.rollout import STATS_FILE, TREES_FILE, RolloutConfig, RolloutOptions
 from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
 from tests.test_ray_serving import vllm_server as vllm_server
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow  # a local Ray cluster: ~50 s on 2 cores
 
-from josh.distributed import RayOptions, rollout_on_ray  # noqa: E402
+from josh.search.distributed import RayOptions, rollout_on_ray  # noqa: E402
 
 SEARCH = SearchConfig(max_depth=4)
 

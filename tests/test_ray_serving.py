@@ -11,8 +11,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from josh.cli import app
-from josh.components import ComponentOptions, build_components
+from josh.cli.main import app
+from josh.run.components import ComponentOptions, build_components
 from tests.test_llm_openai import FakeServer
 
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import josh.agents
 import josh.envs
 from josh.agents import agent_prompt
-from josh.cli import app
+from josh.cli.main import app
 from josh.envs import build_env
 from josh.types import Message, assistant, user
 

@@ -74,7 +74,7 @@ def test_cli_help_and_errors_come_from_the_entries(tmp_path) -> None:
     import typer
     from typer.testing import CliRunner
 
-    from josh.cli import app
+    from josh.cli.main import app
 
     command = typer.main.get_command(app).commands["eval"]
     command.get_help(command.context_class(command))  # showing help fills in the registries' entries

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from josh.cli import app
+from josh.cli.main import app
 from josh.envs.retail import RetailDataError, RetailEnv, download, load_tasks
 from josh.envs.retail.download import UPSTREAM_DIR, DownloadError, download_retail, raw_url, tasks_from_python
 from tests.fakes import serve_upstream, upstream_files

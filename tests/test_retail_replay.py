@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from josh.agents.replay import ReplayAgent
-from josh.conversation import run_conversation
 from josh.envs.retail import RetailEnv, details_of
 from josh.envs.retail.tools import WRITE_TOOLS
 from josh.envs.taubench.user import TauScriptedUser
+from josh.run.conversation import run_conversation
 from josh.types import ErrorCategory, Task, ToolCall, assistant, user
 
 # (task id, tool) of the gold writes that fail on the initial data (they change nothing). Train ones lack gift card

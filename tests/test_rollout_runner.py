@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from josh.rollout import STATS_FILE, TREES_FILE, RolloutConfig, finished_ids, run_rollouts
-from josh.search import SearchConfig
-from josh.tree import Tree
+from josh.search.algorithm import SearchConfig
+from josh.search.rollout import STATS_FILE, TREES_FILE, RolloutConfig, finished_ids, run_rollouts
+from josh.search.tree import Tree
 from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
 
 

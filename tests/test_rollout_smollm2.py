@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from josh.components import build_env
-from josh.extract import ExtractConfig, extract
+from josh.harvest.extract import ExtractConfig, extract
 from josh.llm.base import Sampling
-from josh.rollout import TREES_FILE, RolloutConfig, run_rollouts
-from josh.search import SearchConfig
-from josh.tree import Tree
+from josh.run.components import build_env
+from josh.search.algorithm import SearchConfig
+from josh.search.rollout import TREES_FILE, RolloutConfig, run_rollouts
+from josh.search.tree import Tree
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""josh.runspec: one run spec for the CLI's run options, a loop recipe's setup and the component builders."""
+"""josh.run.spec: one run spec for the CLI's run options, a loop recipe's setup and the component builders."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
-from josh.cli import app
-from josh.cli_options import components_from
-from josh.components import ComponentOptions, build_components, check_names
-from josh.loop_recipe import LoopRecipe, load_loop_recipe
-from josh.recipes import load_recipe
-from josh.runspec import RunSpec
+from josh.cli.main import app
+from josh.cli.options import components_from
+from josh.loop.recipe import LoopRecipe, load_loop_recipe
+from josh.run.components import ComponentOptions, build_components, check_names
+from josh.run.spec import RunSpec
+from josh.training.recipe import load_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,7 +53,7 @@ def test_every_recipe_file_loads_and_names_what_the_registries_know() -> None:
 
 
 def test_a_loop_setup_is_a_run_spec_and_keeps_the_keys_of_older_runs(tmp_path: Path) -> None:
-    from josh.stages import StageContext
+    from josh.loop.stages import StageContext
 
     recipe = LoopRecipe.model_validate(
         {"name": "r", "output_dir": str(tmp_path), "setup": {"user_options": {"patience": 2}}, "sft": {}}

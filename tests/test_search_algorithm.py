@@ -6,8 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from josh.llm.base import LLMError
-from josh.search import SearchConfig, search
-from josh.tree import Tree, path_messages
+from josh.search.algorithm import SearchConfig, search
+from josh.search.tree import Tree, path_messages
 from josh.types import ErrorCategory
 from tests.fakes import FakeEnv, TableAgent, TableUser, label, make_task, path_of
 

@@ -1,9 +1,9 @@
 """The tree records the tool schemas the agent's model actually saw, so extracted rows render as at inference."""
 
 from josh.agents import make_agent
-from josh.components import build_env
 from josh.llm.factory import make_llm
-from josh.search import SearchConfig, search
+from josh.run.components import build_env
+from josh.search.algorithm import SearchConfig, search
 from josh.users import make_user
 
 

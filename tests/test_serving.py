@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from josh.cli import app
+from josh.cli.main import app
+from josh.cli.serve import CHATML_TOOL_CALLS, MARKER, serve_command, served_folder
 from josh.llm.models import chatml_template
-from josh.serving import CHATML_TOOL_CALLS, MARKER, serve_command, served_folder
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from josh.cli import app
+from josh.cli.main import app
+from josh.cli.serve import ModelServer, served_folder
 from josh.llm.base import Sampling
 from josh.llm.factory import make_llm
-from josh.serving import ModelServer, served_folder
 from josh.types import Message
 from tests.training_data import FIND_TOOL, tool_conversation, write_jsonl
 
@@ -51,7 +51,7 @@ def smollm2_server(tmp_path_factory) -> Iterator[ModelServer]:
 @pytest.fixture(scope="module")
 def adapter(tmp_path_factory) -> Path:
     """A LoRA adapter overfit on one function-calling conversation: it answers its prompt with the tool call."""
-    from josh.recipes import load_recipe
+    from josh.training.recipe import load_recipe
     from josh.training.runner import train
 
     tmp = tmp_path_factory.mktemp("adapter")

@@ -1,4 +1,4 @@
-"""josh.stages: the stage contract (settings, inputs, outputs, done, run) and how the context executes it, shown on
+"""josh.loop.stages: the stage contract (settings, inputs, outputs, done, run) and how the context executes it, shown on
 the merge stage with a merger that only records what it was asked."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from josh.loop_recipe import LoopRecipe
-from josh.manifest import read_manifest
-from josh.stages import MergeStage, StageContext, Unfinished
+from josh.loop.recipe import LoopRecipe
+from josh.loop.stages import MergeStage, StageContext, Unfinished
+from josh.loop.stages.manifest import read_manifest
 
 
 class Merger:
@@ -68,8 +68,8 @@ def test_a_dry_context_runs_nothing_and_stops_at_the_first_unfinished_stage(tmp_
 def test_a_run_recorded_before_a_settings_key_existed_still_counts_as_done(tmp_path: Path) -> None:
     """A train stage recorded by an earlier josh (no tree/grpo sections, no grpo.user_options, no optim.min_steps)
     is the same stage."""
-    from josh.manifest import run_stage
-    from josh.stages import TrainStage
+    from josh.loop.stages import TrainStage
+    from josh.loop.stages.manifest import run_stage
 
     merger = Merger()
     ctx = context(tmp_path, merger)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from josh.conversation import run_conversation
 from josh.llm.base import LLMError
-from josh.search import SearchConfig, search
-from josh.step import agent_step, user_step
+from josh.run.conversation import run_conversation
+from josh.run.step import agent_step, user_step
+from josh.search.algorithm import SearchConfig, search
 from josh.types import ErrorCategory
 from tests.fakes import CallingAgent, CountingUser, FakeEnv, make_task
 

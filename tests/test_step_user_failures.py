@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from josh.conversation import run_conversation
-from josh.evaluate import evaluate
-from josh.extract import ExtractConfig, rejection
+from josh.eval.evaluate import evaluate
+from josh.harvest.extract import ExtractConfig, rejection
 from josh.llm.base import LLMError
 from josh.llm.scripted import ScriptedLLM
-from josh.search import search
+from josh.run.conversation import run_conversation
+from josh.search.algorithm import search
 from josh.types import ErrorCategory
 from josh.users.goal import GoalUser
 from tests.fakes import CallingAgent, FakeEnv, make_tasks

@@ -13,15 +13,15 @@ from josh.agents.act import parse_act
 from josh.agents.function_calling import parse_tool_calls
 from josh.agents.parsing import read_call
 from josh.agents.react import parse_react
-from josh.components import build_env
 from josh.envs.toolwoz.agenda import AgendaUser
-from josh.evaluate import evaluate, load_results
-from josh.jsonl import JsonlWriter, iter_jsonl
+from josh.eval.evaluate import evaluate, load_results
 from josh.llm.base import Completion
 from josh.llm.scripted import ScriptedLLM
-from josh.storable import MAX_DEPTH, clean_text, json_problem, to_storable
-from josh.tree import Node, Tree
+from josh.run.components import build_env
+from josh.search.tree import Node, Tree
 from josh.types import ErrorCategory, Message, ToolCall, assistant
+from josh.util.jsonl import JsonlWriter, iter_jsonl
+from josh.util.storable import MAX_DEPTH, clean_text, json_problem, to_storable
 
 SURROGATE_CALL = '{"name": "search_hotel", "arguments": {"area": "north", "name": "caf\\ud800"}}'
 HUGE = "9" * 5000

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from josh.cli import app
+from josh.cli.main import app
 from josh.envs.retail.db import RetailDataError
 from josh.envs.retail.tasks import load_tasks
 from josh.envs.toolwoz.data import SHIPPED_MINI, read_tasks
 from josh.envs.toolwoz.multiwoz import DataFormatError
-from josh.evaluate import evaluate, load_results
-from josh.jsonl import CorruptLineError
-from josh.rollout import run_rollouts
+from josh.eval.evaluate import evaluate, load_results
+from josh.search.rollout import run_rollouts
+from josh.util.jsonl import CorruptLineError
 from tests.fakes import CallingAgent, CountingUser, FakeEnv, TableAgent, TableUser, make_task, make_tasks
 
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from josh.components import build_env
 from josh.envs.toolwoz.agenda import READ_LIMIT, AgendaUser, asked_slots, gives_reference
 from josh.envs.toolwoz.agenda_text import questions_of
+from josh.run.components import build_env
 from josh.types import assistant, user
 
 # The rules as the first version wrote them (quadratic on long replies), kept as the reference semantics.

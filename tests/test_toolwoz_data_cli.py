@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from josh.cli import app
+from josh.cli.main import app
 from josh.envs.toolwoz.data import SHIPPED_MINI, load_toolwoz, read_tasks, write_tasks
 from josh.envs.toolwoz.download import DownloadError, download_multiwoz, download_toolwoz, fetch
 from josh.envs.toolwoz.multiwoz import DataFormatError

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from josh.agents import make_agent
-from josh.conversation import run_conversation
 from josh.envs.toolwoz.agenda import AgendaUser
 from josh.envs.toolwoz.data import load_toolwoz
 from josh.envs.toolwoz.env import ToolWOZEnv
 from josh.envs.toolwoz.oracle import OracleAgent
 from josh.envs.toolwoz.task import DomainGoal, details_of, make_task
-from josh.search import search
+from josh.run.conversation import run_conversation
+from josh.search.algorithm import search
 from josh.types import Task
 from josh.users import make_user
 from josh.users.scripted import ScriptedUser

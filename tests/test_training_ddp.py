@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from josh.serving import free_port
+from josh.cli.serve import free_port
 from tests.training_launch import (
     SETTINGS,
     assert_same_as_one_process,

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("deepspeed")
 
-from josh.serving import free_port  # noqa: E402
+from josh.cli.serve import free_port  # noqa: E402
 from tests.training_launch import (  # noqa: E402
     SETTINGS,
     assert_same_as_one_process,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from josh.recipes import load_recipe
+from josh.training.recipe import load_recipe
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]

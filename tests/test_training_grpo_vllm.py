@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("vllm", reason="vLLM's real engine lives in the vllm environment: make test-vllm")
 
-from josh.recipes import load_recipe  # noqa: E402
+from josh.training.recipe import load_recipe  # noqa: E402
 from tests.test_training_grpo import ShortReplies  # noqa: E402
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]

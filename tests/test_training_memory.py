@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from josh.recipes import RecipeError, load_recipe
 from josh.training import memory
 from josh.training.config import base_arguments, check_liger_kernel
+from josh.training.recipe import RecipeError, load_recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -116,7 +116,7 @@ def test_cli_liger_switch_on_cpu_is_one_red_line(tmp_path, monkeypatch):
     import torch
     from typer.testing import CliRunner
 
-    from josh.cli import app
+    from josh.cli.main import app
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     recipe = ROOT / "recipes/tiny-sft.yaml"

@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from josh.recipes import RecipeError, build_recipe, load_recipe
 from josh.training.data import DatasetError, normalise_message, read_rows
 from josh.training.kto import balanced_weights, validate
+from josh.training.recipe import RecipeError, build_recipe, load_recipe
 from tests.training_data import FIND_TOOL, dpo_rows, kto_rows, sft_rows, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,7 +186,7 @@ def test_unparseable_arguments_are_kept_verbatim():
 
 
 def test_cli_reports_input_errors_before_training(tmp_path):
-    from josh.cli import app
+    from josh.cli.main import app
 
     runner = CliRunner()
     typo = tmp_path / "typo.yaml"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from josh.recipes import load_recipe
+from josh.training.recipe import load_recipe
 from tests.training_data import kto_rows, react_conversation, tool_conversation, write_jsonl
 
 pytestmark = pytest.mark.slow

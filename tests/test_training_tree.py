@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from josh.recipes import RecipeError, load_recipe
 from josh.training.data import DatasetError, normalise_row, read_rows
+from josh.training.recipe import RecipeError, load_recipe
 from josh.training.tree import weighted_rows
 from tests.training_data import write_jsonl
 

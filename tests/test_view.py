@@ -18,14 +18,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from josh.agents import make_agent, protocol_named
-from josh.cli import app
-from josh.components import build_env
-from josh.llm.scripted import ScriptedLLM
-from josh.search import SearchConfig, search
-from josh.tree import Node, Tree
-from josh.types import ErrorCategory, ToolCall, assistant, tool_result, user
-from josh.users import make_user
-from josh.view import (
+from josh.cli.main import app
+from josh.cli.view import (
     build_views,
     load_tree,
     page_name,
@@ -35,6 +29,12 @@ from josh.view import (
     write_index,
     write_task,
 )
+from josh.llm.scripted import ScriptedLLM
+from josh.run.components import build_env
+from josh.search.algorithm import SearchConfig, search
+from josh.search.tree import Node, Tree
+from josh.types import ErrorCategory, ToolCall, assistant, tool_result, user
+from josh.users import make_user
 
 SYSTEM = "You are the Cambridge booking agent."
 SCRIPT = "<script>document.body.setAttribute('data-pwned', 'script')</script>"

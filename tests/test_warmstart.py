@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from josh.agents import agent_prompt
+from josh.harvest.warmstart import RenderError, WarmStartConfig, scripted_conversations, warm_start
 from josh.llm.base import Completion
 from josh.types import Message, ToolCall, assistant, tool_result, user
-from josh.warmstart import RenderError, WarmStartConfig, scripted_conversations, warm_start
 
 PROTOCOLS = ["act", "react", "function_calling"]
 

@@ -62,7 +62,7 @@ def finished_run(done: subprocess.CompletedProcess, run: Path, steps: int) -> di
 
 def one_process_run(data: Path, out_dir: Path, *settings: str) -> Path:
     """The same tiny SFT in this process alone, with the rows all the launched processes saw in one batch of 4."""
-    from josh.recipes import load_recipe
+    from josh.training.recipe import load_recipe
     from josh.training.runner import train
 
     overrides = [*SETTINGS, *settings, "optim.per_device_batch_size=2", f"data={data}", f"output_dir={out_dir}"]

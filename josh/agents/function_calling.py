@@ -18,8 +18,8 @@ from josh.agents.parsing import Parsed, ReadCall, malformed, on_clean_text, read
 from josh.agents.prompting import dump
 from josh.agents.protocol import AgentProtocol, Step
 from josh.llm.base import Completion
-from josh.storable import clean_text, json_problem, to_storable
 from josh.types import ErrorCategory, Message, ToolCall, ToolResult, assistant, tool_result
+from josh.util.storable import clean_text, json_problem, to_storable
 
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 

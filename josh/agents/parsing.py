@@ -17,8 +17,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from josh.storable import DECODER, MAX_DEPTH, clean_text, json_problem, read_json
 from josh.types import ErrorCategory, ToolCall
+from josh.util.storable import DECODER, MAX_DEPTH, clean_text, json_problem, read_json
 
 _UNSTORABLE = ErrorCategory.UNSTORABLE
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*")

@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from josh.atomic import write_folder_atomic
 from josh.llm.base import LLMError
 from josh.types import Message
+from josh.util.atomic import write_folder_atomic
 
 DEFAULT_MODEL = "smollm2"
 SMOLLM2_ALIASES = {"smollm2", "smollm2-135m", "smollm2-135m-instruct", "huggingfacetb/smollm2-135m-instruct"}

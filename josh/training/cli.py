@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from josh.cli_errors import reported
+from josh.cli.errors import reported
 
 train_app = typer.Typer(
     help="Fine-tune an agent on extracted SFT / KTO / DPO / tree data, or online with GRPO (LoRA, optional 4-bit, "
@@ -26,7 +26,7 @@ def run_command(method: str, recipe: Path, overrides: list[str], data: Path | No
     """Load and check the recipe, train, and turn every input problem into one red line and exit code 2."""
     from rich.console import Console
 
-    from josh.recipes import RecipeError, load_recipe
+    from josh.training.recipe import RecipeError, load_recipe
     from josh.training.runner import train
 
     console = Console(stderr=True, soft_wrap=True)

@@ -7,8 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from josh.recipes import RecipeError, TrainRecipe
 from josh.training.launch import uses_configured_state
+from josh.training.recipe import RecipeError, TrainRecipe
 
 
 def check_report_to(report_to: list[str]) -> None:

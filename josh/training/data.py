@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from josh.extract import FIELDS as COLUMNS  # the columns of each row format, as extraction writes them
-from josh.recipes import Method
+from josh.harvest.extract import FIELDS as COLUMNS  # the columns of each row format, as extraction writes them
+from josh.training.recipe import Method
 
 ROLES = {"system", "user", "assistant", "tool"}
 

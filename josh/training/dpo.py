@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from josh.recipes import TrainRecipe
 from josh.training.config import base_arguments, trl_trainer
+from josh.training.recipe import TrainRecipe
 
 
 def build_trainer(

@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from josh.recipes import RecipeError, TrainRecipe
 from josh.training.config import base_arguments
 from josh.training.grpo_ledger import rollout_ledger
 from josh.training.model import lora_config
+from josh.training.recipe import RecipeError, TrainRecipe
 
 NOT_IN_GRPO_CONFIG = ("max_length", "dataset_num_proc")
 

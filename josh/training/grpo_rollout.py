@@ -2,7 +2,7 @@
 
 TRL's ``GRPOTrainer`` hands this function the prompts of one generation batch, each repeated ``num_generations``
 times in a row; here a prompt is a task id. For every prompt josh runs one conversation exactly as ``josh eval``
-does (``josh.conversation.run_conversation``): the environment, the user simulator, and the prompted agent (ACT,
+does (``josh.run.conversation.run_conversation``): the environment, the user simulator, and the prompted agent (ACT,
 ReACT or function-calling) generating with the policy being trained, served by josh's ``hf`` backend, so all
 conversations in flight share one batched ``generate`` per step and prompt prefixes they share are computed once.
 **The user simulator enters as the other party of that loop**: it answers every agent reply, ends the conversation
@@ -206,7 +206,7 @@ async def converse(
 ) -> tuple[Any, Trace]:
     """One conversation (``None`` when the environment raised outside a tool call) and what went wrong in it; with
     ``seed``, the agent's samples are seeded from it."""
-    from josh.conversation import run_conversation
+    from josh.run.conversation import run_conversation
 
     trace = Trace(seed=seed)
     _TRACE.set(trace)  # this task's own context: concurrent conversations each see their own trace

@@ -22,7 +22,7 @@ import importlib.util
 import os
 from typing import Any
 
-from josh.recipes import RecipeError, TrainRecipe
+from josh.training.recipe import RecipeError, TrainRecipe
 
 CPU_KV_CACHE_GIB = "2"  # VLLM_CPU_KVCACHE_SPACE for the colocated engine when the user has not set it
 INSTALL = "make vllm-env for vLLM's CPU build, or pip install 'josh[vllm]' -c constraints-gpu.txt on a CUDA machine"

@@ -11,9 +11,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from josh.recipes import KTOSpec, RecipeError, TrainRecipe
 from josh.training.config import base_arguments, trl_trainer
 from josh.training.data import check_kto_labels
+from josh.training.recipe import KTOSpec, RecipeError, TrainRecipe
 
 
 def balanced_weights(spec: KTOSpec, desirable: int, undesirable: int) -> tuple[float, float]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from josh.llm.models import ModelNotFoundError, four_bit, resolve_model
-from josh.recipes import LoraSpec, QuantizationSpec, TrainRecipe
+from josh.training.recipe import LoraSpec, QuantizationSpec, TrainRecipe
 
 
 class TemplateError(ValueError):

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from josh.recipes import TrainRecipe
+from josh.training.recipe import TrainRecipe
 
 LOG_FILE = "train.log"
 
@@ -19,7 +19,7 @@ def progress_callback(log_path: Path, *, enabled: bool = True) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     from transformers import TrainerCallback
 
-    from josh.progress import stage_progress
+    from josh.util.progress import stage_progress
 
     class TrainProgress(TrainerCallback):
         def __init__(self) -> None:
@@ -69,7 +69,7 @@ def quiet_trainer(trainer: Any, log_path: Path, *, progress: bool = True) -> Non
 
 def write_model_card(run_dir: Path, recipe: TrainRecipe, metrics: dict[str, Any], source: str | None) -> Path:
     """``run_dir/README.md``: what was trained, on what, how, and how to use it (replaces the generated card)."""
-    from josh.runinfo import run_info
+    from josh.util.runinfo import run_info
 
     info = run_info(recipe=source)
     base = recipe.model.name

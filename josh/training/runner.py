@@ -15,8 +15,8 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
-from josh.recipes import RecipeError, TrainRecipe
 from josh.training import data as data_mod
+from josh.training.recipe import RecipeError, TrainRecipe
 
 METRICS = "metrics.json"
 
@@ -118,11 +118,11 @@ def train(recipe: TrainRecipe, *, resume: bool = False, source: str | None = Non
     """Train per ``recipe`` and return the run folder; ``source`` (the recipe file) goes into the model card.
 
     The terminal shows one progress bar; library warnings and progress bars go to ``train.log``."""
-    from josh.quiet import noise_to
     from josh.training.config import with_min_steps
     from josh.training.launch import process_state
     from josh.training.model import load_model, model_path
     from josh.training.reporting import LOG_FILE, quiet_trainer, write_model_card
+    from josh.util.quiet import noise_to
 
     state = process_state()
     with state.main_process_first():  # the first use of `smollm2` converts it once, in the main process

@@ -1,7 +1,7 @@
 """The ``tree`` arm: advantage-weighted log-likelihood on sibling turns, with TRL's ``SFTTrainer`` carrying it.
 
 Rows come from ``josh extract --format tree``: a prompt, one sibling turn as the completion and its advantage
-(``josh.advantages``). TRL tokenizes them as prompt-completion conversations with the loss on the completion's
+(``josh.harvest.advantages``). TRL tokenizes them as prompt-completion conversations with the loss on the completion's
 assistant tokens (tool results and feedback inside a turn carry none), and computes per-token log-probabilities
 through its fused LM head. The one change is the loss: every token of a row is weighted by the row's advantage,
 
@@ -19,10 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from josh.recipes import TrainRecipe
 from josh.training.config import base_arguments
 from josh.training.data import DatasetError
 from josh.training.model import lora_config
+from josh.training.recipe import TrainRecipe
 
 
 def weighted_rows(recipe: TrainRecipe, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from josh.atomic import write_atomic
+from josh.util.atomic import write_atomic
 
 UPSTREAM_REPO = "sierra-research/tau-bench"
 UPSTREAM_COMMIT = "59a200c6d575d595120f1cb70fea53cef0632f6b"

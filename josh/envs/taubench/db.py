@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from josh.jsonl import brief
+from josh.util.jsonl import brief
 
 Record = dict[str, Any]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from josh.jsonl import brief
 from josh.types import Goal, Task, ToolCall
+from josh.util.jsonl import brief
 
 
 class GoldAction(BaseModel):

@@ -18,11 +18,11 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
-from josh.atomic import write_atomic
 from josh.envs.toolwoz.multiwoz import DataFormatError, load_multiwoz
 from josh.envs.toolwoz.task import task_line
-from josh.jsonl import brief
 from josh.types import Task
+from josh.util.atomic import write_atomic
+from josh.util.jsonl import brief
 
 ENV = "toolwoz"  # what a task file leaves out (``task_line``): every task in it plays ToolWOZ
 

@@ -1,0 +1,12 @@
+"""The ``josh`` command: the app, its error reporting, generated run options, the viewer and the server."""
+
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    """``josh.cli:app`` (the console script) without importing the app for ``josh.cli.errors`` users."""
+    if name == "app":
+        from josh.cli.main import app
+
+        return app
+    raise AttributeError(name)

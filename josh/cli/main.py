@@ -1,0 +1,380 @@
+"""The ``josh`` command. Each command is a thin wrapper; the work lives in the stage modules (imported lazily
+so ``josh --help`` stays fast)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from josh.cli.errors import reported, reports_errors, set_verbose
+from josh.cli.options import MAX_TURNS, PROGRESS, RunCommand, key_values, option, run_options, split_option
+
+if TYPE_CHECKING:
+    from josh.run.components import ComponentOptions
+
+RUN_SPEC: Any = None  # stands for the run options, which @run_options puts in its place
+
+app = typer.Typer(
+    name="josh",
+    help="Self-train tool-calling dialogue agents from sparse rewards (JOSH).",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+
+
+@app.callback()
+def main(
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", envvar="JOSH_VERBOSE", help="show the full traceback when a command fails"
+    ),
+) -> None:
+    """JOSH: rollouts with turn-level beam search, SFT/KTO/DPO data, LoRA training, evaluation."""
+    set_verbose(verbose)
+    # Idle OpenMP threads sleep instead of spinning (see josh.loop.demo): on a CPU shared with other work, spinning threads
+    # made generation several times slower. Every command imports torch lazily, after this.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+@app.command()
+def version() -> None:
+    """Print the installed josh version."""
+    from josh import __version__
+
+    typer.echo(__version__)
+
+
+@app.command(cls=RunCommand)
+@run_options(split="train")
+def rollout(
+    out: str = typer.Option(..., "--out", help="run folder: trees.jsonl and stats.json go here (rerun to resume)"),
+    spec: ComponentOptions = RUN_SPEC,
+    beam: int = typer.Option(8, min=1, help="most live leaves per task"),
+    branching: int = typer.Option(2, min=1, help="agent turns sampled per leaf while the beam has room"),
+    max_depth: int = MAX_TURNS,
+    concurrency: int = typer.Option(16, min=1, help="tasks searched at the same time (per actor with --ray)"),
+    progress: bool = PROGRESS,
+    ray_address: str | None = typer.Option(
+        None, "--ray", help="run on Ray actors: 'local' starts a cluster here; 'auto', HOST:6379 or ray://HOST:10001"
+    ),
+    actors: int = typer.Option(2, min=1, help="--ray: actors, each with its own backend"),
+    gpus_per_actor: float = typer.Option(0.0, min=0.0, help="--ray: GPUs per actor (1 = one vLLM engine per GPU)"),
+    cpus_per_actor: float = typer.Option(1.0, min=0.0, help="--ray: CPUs per actor"),
+    max_attempts: int = typer.Option(3, min=1, help="--ray: tries per task when actors die under it"),
+) -> None:
+    """JOSH beam search over a task split; one tree per task streamed to OUT/trees.jsonl (resumable)."""
+    from josh.run.components import preflight
+    from josh.search.algorithm import SearchConfig
+    from josh.search.rollout import RolloutConfig, RolloutOptions, rollout_from_options
+    from josh.util.quiet import noise_to
+
+    with reported(interrupted=f"finished trees are in {out}/trees.jsonl; rerun the same command to resume"):
+        search = SearchConfig(max_beam=beam, branching=branching, max_depth=max_depth)
+        options = RolloutOptions(
+            out=out, components=spec, rollout=RolloutConfig(search=search, concurrency=concurrency)
+        )
+        preflight(spec)
+        with noise_to(Path(out) / "rollout.log"):
+            if ray_address is None:
+                stats = rollout_from_options(options, progress=progress)
+            else:
+                from josh.search.distributed import RayOptions, rollout_on_ray
+
+                ray_options = RayOptions(
+                    address=ray_address, actors=actors, gpus_per_actor=gpus_per_actor,
+                    cpus_per_actor=cpus_per_actor, max_attempts=max_attempts,
+                )  # fmt: skip
+                stats = rollout_on_ray(options, ray_options, progress=progress)
+    typer.echo(
+        f"{stats.tasks} tasks ({stats.skipped_finished} already done), {stats.success} reached 100%, "
+        f"mean reward {stats.mean_reward:.3f}, {stats.llm_calls} LLM calls, "
+        f"{stats.prompt_tokens + stats.completion_tokens} tokens -> {out}"
+    )
+    if stats.llm_errors or stats.failed_tasks:
+        typer.secho(
+            f"errors: {stats.llm_errors} turns cut short by LLM errors, {stats.failed_tasks} tasks not searched "
+            f"(see {out}/stats.json)",
+            fg="yellow",
+        )
+
+
+@app.command("eval", cls=RunCommand)
+@run_options(split="test")
+def eval_(
+    out: str = typer.Option(..., "--out", help="run folder: results.jsonl and summary.json (rerun to resume)"),
+    spec: ComponentOptions = RUN_SPEC,
+    trials: int = typer.Option(1, min=1, help="conversations per task (pass^k for k = 1..trials)"),
+    max_turns: int = MAX_TURNS,
+    concurrency: int = typer.Option(16, min=1, help="conversations in flight at the same time"),
+    progress: bool = PROGRESS,
+) -> None:
+    """Evaluate an agent (no search) on a split: average reward, 100% success, pass^k, error shares, cost."""
+    from josh.eval.evaluate import evaluate, finished_count
+    from josh.llm.health import stop_if_failing
+    from josh.loop.render import print_summary
+    from josh.run.components import build_components, preflight
+    from josh.util.quiet import noise_to
+
+    with reported(interrupted=f"finished conversations are in {out}/results.jsonl; rerun the same command to resume"):
+        preflight(spec)
+        with noise_to(Path(out) / "eval.log"):
+            built = build_components(spec, check_connection=False)
+        try:
+            done = finished_count(out, built.tasks, trials)
+            if done:
+                typer.echo(f"resuming {out}: {done} of {len(built.tasks) * trials} conversations already done")
+            with noise_to(Path(out) / "eval.log"):
+                summary = built.run(
+                    evaluate(
+                        built.env,
+                        built.tasks,
+                        built.agent,
+                        built.user,
+                        out,
+                        trials=trials,
+                        concurrency=concurrency,
+                        max_turns=max_turns,
+                        cost=built.cost,
+                        show_progress=progress,
+                        guard=lambda: stop_if_failing(built.llms),
+                        run=spec.run_info(),
+                    )
+                )
+        finally:
+            built.close()
+    print_summary(summary, title=f"{spec.agent} on {spec.env}/{spec.data}:{spec.split} -> {out}")
+    _print_errors(summary.error_counts, out)
+    from josh.eval.diagnostics import print_diagnostics
+
+    print_diagnostics(summary.diagnostics)
+
+
+def _print_errors(counts: dict[str, int], out: str) -> None:
+    """One line with the run's error counts (LLM failures first), when there were any."""
+    if not counts:
+        return
+    order = sorted(counts, key=lambda k: (k != "llm_error", -counts[k], k))
+    text = ", ".join(f"{k} {counts[k]}" for k in order)
+    typer.secho(f"errors: {text} (per conversation in {out}/results.jsonl)", fg="yellow")
+
+
+@app.command()
+def extract(
+    run: str = typer.Argument(..., help="rollout run folder (or its trees.jsonl)"),
+    out: str | None = typer.Option(None, help="output folder (default: the run folder)"),
+    min_reward: float = typer.Option(1.0, min=0.0, max=1.0, help="skip trees below this reward"),
+    keep_errors: bool = typer.Option(False, help="keep ideal paths that contain tool or format errors"),
+    trim_at_failure: bool = typer.Option(
+        False, help="keep an ideal path's turns before its first failed turn instead of dropping the tree"
+    ),
+    tokenizer: str | None = typer.Option(None, help="count tokens with this HF tokenizer (default: whitespace)"),
+    skip_bad_lines: bool = typer.Option(
+        False, "--skip-bad-lines", help="skip trees.jsonl lines that are not trees (counted as unreadable)"
+    ),
+    formats: list[str] = typer.Option(
+        None, "--format", help="file to write, repeatable: sft, kto, dpo (default: all three) or tree (advantages)"
+    ),
+    subtree: str = typer.Option("max", help="tree format: a turn's subtree reward is the max or mean of its leaves"),
+) -> None:
+    """Turn rollout trees into sft.jsonl, kto.jsonl and dpo.jsonl (TRL conversational formats), or tree.jsonl."""
+    from josh.harvest.advantages import AdvantageConfig
+    from josh.harvest.extract import TRL_FORMATS, ExtractConfig, extract_run
+
+    with reported():
+        config = ExtractConfig(
+            min_reward=min_reward,
+            drop_errors=[] if keep_errors else ExtractConfig().drop_errors,
+            trim_at_failure=trim_at_failure,
+        )
+        chosen = tuple(dict.fromkeys(formats)) if formats else TRL_FORMATS
+        stats, out_dir = extract_run(
+            run, out, config, tokenizer=tokenizer, skip_bad_lines=skip_bad_lines, formats=chosen,
+            advantages=AdvantageConfig(subtree=subtree),
+        )  # fmt: skip
+    parts = []
+    if set(chosen) & set(TRL_FORMATS):
+        parts.append(
+            f"{stats.accepted}/{stats.trees} trees used ({stats.trimmed} trimmed): {stats.sft} SFT, "
+            f"{stats.kto_desirable} good + {stats.kto_undesirable} bad KTO, {stats.dpo} DPO rows"
+        )
+    if "tree" in chosen:
+        parts.append(
+            f"{stats.tree_rows} tree rows from {stats.tree_groups - stats.tree_zero_groups} sibling groups of "
+            f"{stats.trees} trees ({stats.tree_zero_groups} groups with equal rewards skipped)"
+        )
+    typer.echo(
+        "; ".join(parts) + f" -> {out_dir}"
+        + (f" ({stats.unreadable} unreadable lines skipped)" if stats.unreadable else "")
+    )  # fmt: skip
+
+
+@app.command()
+def view(
+    run: str = typer.Argument(..., help="rollout run folder (or its trees.jsonl)"),
+    task: str | None = typer.Option(None, "--task", help="one task's tree page (default: every task plus an index)"),
+    out: str | None = typer.Option(
+        None, "--out", help="HTML file to write (default: RUN/view/<task>.html or RUN/view/index.html)"
+    ),
+    open_: bool = typer.Option(False, "--open", help="open the page in the default browser"),
+) -> None:
+    """Self-contained HTML of JOSH search trees: ideal path, partial and pruned branches, tool calls."""
+    from josh.cli.view import open_in_browser, write_index, write_task
+
+    with reported():
+        if task is not None:
+            page = write_task(run, task, out)
+            typer.echo(f"tree of {task} -> {page}")
+        else:
+            page, rows = write_index(run, out)
+            unreadable = sum(1 for r in rows if r.page is None)
+            typer.echo(f"{len(rows)} tasks ({unreadable} unreadable) -> {page}")
+    if open_ and not open_in_browser(page):
+        typer.echo(f"no browser could be started; open {page.resolve().as_uri()}")
+
+
+@app.command("loop")
+@reports_errors
+def loop_(
+    recipe: str = typer.Option(..., "--recipe", "-r", help="loop recipe YAML, e.g. recipes/demo-cpu.yaml"),
+    overrides: list[str] = typer.Option(None, "--set", help="override a recipe key, e.g. --set rounds=2"),
+    seeds: int | None = typer.Option(
+        None, "--seeds", min=1, help="run N independent seeds into RUN/seed-K/ with a combined report (= --set seeds=N)"
+    ),
+    progress: bool = PROGRESS,
+) -> None:
+    """Self-train: baseline eval, warm start, rounds of rollouts -> extract -> SFT/KTO -> eval, report (resumable)."""
+    from josh.loop.demo import run_with_table
+
+    run_with_table(recipe, overrides or [], progress=progress, seeds=seeds)
+
+
+@app.command("report")
+def report_(
+    run_dir: str = typer.Argument(..., help="a josh loop run folder (one seed, or the parent of seed-K/ folders)"),
+    as_json: bool = typer.Option(False, "--json", help="print report.json instead of the tables"),
+) -> None:
+    """Rebuild a loop's report.md and report.json from its finished stages (nothing is rerun) and print it."""
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from josh.loop.render import print_loop_report, print_seeds_report
+    from josh.loop.seeds import SeedsReport, rebuild
+
+    with reported():
+        report = rebuild(Path(run_dir))
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    elif isinstance(report, SeedsReport):
+        print_seeds_report(report, Console())
+    else:
+        print_loop_report(report, Console())
+
+
+@app.command("compare")
+@reports_errors
+def compare_(
+    models: list[str] = typer.Argument(
+        ...,
+        help="LABEL=EVAL_DIR[,EVAL_DIR...] per model (several folders: pooled, e.g. training seeds); first = baseline",
+    ),
+    baseline: str = typer.Option(None, "--baseline", help="the label to compare every other model with"),
+    as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON instead of the tables"),
+) -> None:
+    """Paired per-task comparison of finished evaluations, pooling several evaluations (seeds) per model."""
+    from rich.console import Console
+
+    from josh.eval.compare import compare_evaluations, print_compare
+
+    report = compare_evaluations(models, baseline)
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        print_compare(report, Console())
+
+
+@app.command()
+@reports_errors
+def demo(
+    overrides: list[str] = typer.Option(None, "--set", help="override a key of recipes/demo-cpu.yaml"),
+    progress: bool = PROGRESS,
+) -> None:
+    """The CPU demo: JOSH self-training of SmolLM2-135M on the mini ToolWOZ set (offline; 18 to 20 minutes on 2 cores)."""
+    from josh.loop.demo import demo_recipe, run_with_table
+
+    run_with_table(str(demo_recipe()), overrides or [], progress=progress)
+
+
+@app.command()
+@reports_errors
+def matrix(
+    out: str = typer.Option(
+        ..., "--out", help="folder: one evaluation per cell, matrix.json, matrix.md (rerun to resume)"
+    ),
+    agents: list[str] = typer.Option(
+        ..., "--agent", help="agent KIND[:BACKEND[:MODEL]], repeatable: oracle, react, react:hf:checkpoints/sft"
+    ),
+    users: list[str] = typer.Option(
+        ..., "--user", help="user simulator KIND[:BACKEND[:MODEL]], repeatable: agenda, goal, goal:openai:gpt-4o"
+    ),
+    env: str = option("env"),
+    data: str = option("data"),
+    split: str = split_option("test"),
+    backend: str = typer.Option("hf", help="backend of LLM components that name none"),
+    model: str = typer.Option("smollm2", help="model of LLM components that name none"),
+    llm_options: list[str] | None = option("llm_options"),
+    trials: int = typer.Option(1, min=1, help="conversations per task and cell"),
+    max_turns: int = MAX_TURNS,
+    limit: int | None = option("limit"),
+    concurrency: int = typer.Option(16, min=1, help="conversations in flight at the same time"),
+    progress: bool = PROGRESS,
+) -> None:
+    """Evaluate every agent against every user simulator on the same tasks: reward table with intervals, each
+    agent's spread across simulators, and where two agents' ranking flips."""
+    import asyncio
+
+    from rich.console import Console
+
+    from josh.eval.matrix import MatrixConfig, print_matrix, run_matrix
+
+    console = Console()
+    settings = key_values(llm_options, "--llm-option", "dtype=bfloat16")
+    config = MatrixConfig(
+        env=env, data=data, split=split, agents=agents, users=users, backend=backend, model=model,
+        llm_options=settings, limit=limit, trials=trials, max_turns=max_turns, concurrency=concurrency,
+    )  # fmt: skip
+    result = asyncio.run(run_matrix(config, out, progress=progress, say=lambda t: console.print(t, soft_wrap=True)))
+    print_matrix(result, console)
+
+
+def _register_data() -> None:
+    from josh.envs.toolwoz.commands import data_app
+
+    app.add_typer(data_app, name="data")
+
+
+_register_data()
+
+
+def _register_train() -> None:
+    from josh.training.cli import train_app
+
+    app.add_typer(train_app, name="train")
+
+
+_register_train()
+
+
+def _register_serve() -> None:
+    from josh.cli.serve import serve
+
+    app.command()(serve)
+
+
+_register_serve()
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,173 @@
+"""The run options of ``josh eval`` and ``josh rollout``, written once: generated from the ``RunSpec`` fields (their
+descriptions are the help, the registries add the valid names and options) plus a stage's task limit and sampling.
+
+``@run_options(split)`` puts them and ``--split`` (default ``split``) in a command's signature where it has a ``spec``
+parameter and hands the command one checked ``ComponentOptions``; a bad value is one red line before the command runs.
+``RunCommand`` fills in the registries' names and options when help is shown, so other commands never import every
+agent and user module.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import typer
+from typer.core import TyperCommand
+
+from josh.run.spec import RunSpec
+
+if TYPE_CHECKING:
+    import click
+
+    from josh.registry import Registry
+    from josh.run.components import ComponentOptions
+
+NAMED = {"env": "env", "agent": "agent", "backend": "backend", "user": "user", "user_backend": "backend"}
+OPTIONS = {"agent_options": "agent", "llm_options": "backend", "user_options": "user"}
+EXAMPLES = {"agent_options": "examples=2", "llm_options": "dtype=bfloat16", "user_options": "patience=5"}
+
+
+def registry(kind: str) -> Registry:
+    """The registry of environments, agents, users or backends."""
+    from josh.agents import AGENTS
+    from josh.envs import ENVIRONMENTS
+    from josh.llm.factory import BACKENDS
+    from josh.users import USERS
+
+    return {"env": ENVIRONMENTS, "agent": AGENTS, "backend": BACKENDS, "user": USERS}[kind]
+
+
+def _option_text(name: str) -> str:
+    """The help of a ``KEY=VALUE`` run option (without the entries' options)."""
+    return f"{RunSpec.model_fields[name].description}, KEY=VALUE, repeatable (e.g. {EXAMPLES[name]})"
+
+
+def registry_help(name: str) -> str:
+    """The full help of a run option that names registry entries or their options."""
+    if name in OPTIONS:
+        return f"{_option_text(name)}; {registry(OPTIONS[name]).options_help()}"
+    entries = registry(NAMED[name])
+    names = ", ".join(entries.names()) if NAMED[name] == "backend" else entries.describe()
+    return f"{RunSpec.model_fields[name].description}: {names}"
+
+
+class RunCommand(TyperCommand):
+    """A command with run options; see the module docstring."""
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        for param in self.params:
+            if param.name in NAMED or param.name in OPTIONS:
+                param.help = registry_help(param.name)
+        super().format_help(ctx, formatter)
+
+
+def _spec_option(name: str) -> tuple[Any, Any]:
+    """(annotation, typer option) of one ``RunSpec`` field: a name, a value, or repeatable ``KEY=VALUE`` options."""
+    field = RunSpec.model_fields[name]
+    if name in OPTIONS:
+        flag = "--" + name.removesuffix("s").replace("_", "-")
+        return list[str] | None, typer.Option(None, flag, help=_option_text(name))
+    return field.annotation, typer.Option(field.get_default(call_default_factory=True), help=field.description)
+
+
+RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
+    **{name: _spec_option(name) for name in RunSpec.model_fields},
+    "temperature": (
+        float | None,
+        typer.Option(None, min=0.0, help="agent sampling temperature (default: the agent's)"),
+    ),
+    "max_new_tokens": (
+        int | None,
+        typer.Option(None, min=1, help="agent max new tokens per generation (default: the agent's)"),
+    ),
+    "limit": (int | None, typer.Option(None, min=1, help="only the first N tasks of the split")),
+}
+
+
+def split_option(default: str) -> Any:
+    """The ``--split`` option of a command that runs on one task split (``default``: the one it usually runs on)."""
+    return typer.Option(default, help="task split")
+
+
+PROGRESS: Any = typer.Option(True, help="show progress bars")
+MAX_TURNS: Any = typer.Option(15, min=1, help="most agent turns per conversation")
+
+
+def option(name: str) -> Any:
+    """The typer option of one run option, for a command that takes it alone (e.g. ``josh matrix``)."""
+    return RUN_OPTIONS[name][1]
+
+
+def key_values(texts: list[str] | None, flag: str, example: str) -> dict[str, Any]:
+    """``KEY=VALUE`` flags as a dict (values read as YAML)."""
+    from josh.training.recipe import parse_override
+
+    out = {}
+    for text in texts or []:
+        path, value = parse_override(text, flag, example)
+        if len(path) != 1:
+            raise ValueError(f"bad {flag} {text!r}: expected KEY=VALUE with a plain key, e.g. {example}")
+        out[path[0]] = value
+    return out
+
+
+def components_from(values: dict[str, Any], split: str = "test") -> ComponentOptions:
+    """``ComponentOptions`` from run option values; temperature / max_new_tokens become the agent's sampling."""
+    from josh.llm.base import Sampling
+    from josh.run.components import ComponentOptions
+
+    values = dict(values)
+    temperature, max_new = values.pop("temperature", None), values.pop("max_new_tokens", None)
+    for name, example in EXAMPLES.items():
+        flag = RUN_OPTIONS[name][1].param_decls[0]
+        values[name] = key_values(values.get(name), flag, example)
+    sampling = None
+    if temperature is not None or max_new is not None:
+        defaults = Sampling()
+        sampling = Sampling(
+            temperature=defaults.temperature if temperature is None else temperature,
+            max_new_tokens=defaults.max_new_tokens if max_new is None else max_new,
+        )
+    return ComponentOptions(**values, split=split, agent_sampling=sampling)
+
+
+def run_options(split: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Replace a command's ``spec`` parameter by ``--split`` (default ``split``: the split the command usually runs
+    on) and the run options; the command receives them as one ``ComponentOptions`` in ``spec``."""
+    from josh.cli.errors import reported
+
+    options = {"split": (str, split_option(split)), **RUN_OPTIONS}
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command)
+        params = list(signature.parameters.values())
+        at = [p.name for p in params].index("spec")
+        shared = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+            for name, (annotation, default) in options.items()
+        ]
+        own = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=_resolved(p.annotation, command))
+            for p in params[:at] + params[at + 1 :]
+        ]
+
+        @functools.wraps(command)
+        def wrapper(**values: Any) -> Any:
+            chosen = {name: values.pop(name) for name in RUN_OPTIONS}
+            with reported():
+                spec = components_from(chosen, values.pop("split"))
+            return command(spec=spec, **values)
+
+        wrapper.__signature__ = signature.replace(parameters=own[:at] + shared + own[at:])  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in own + shared}
+        return wrapper
+
+    return decorate
+
+
+def _resolved(annotation: Any, command: Callable[..., Any]) -> Any:
+    """A parameter's annotation as a type (a postponed one is evaluated in the command's module)."""
+    return eval(annotation, command.__globals__) if isinstance(annotation, str) else annotation  # noqa: S307

@@ -1,0 +1,373 @@
+"""Turn search trees (``trees.jsonl``) into SFT, KTO and DPO training files in TRL's conversational formats.
+
+* SFT: the ideal path of every accepted tree as one conversation, system prompt first, with the tools offered.
+* KTO: every agent turn on the ideal path is desirable; every sibling turn that branched from the same user turn
+  and was pruned is undesirable. Partial-credit turns are neither. A prompt+completion emitted as desirable is
+  never emitted as undesirable too (the conflicting negative is dropped).
+* DPO: (ideal turn, pruned sibling turn) pairs that share their prompt.
+
+A tree is accepted when the search ran (no task-level error), its reward reaches ``min_reward`` and no turn on its
+ideal path has one of ``drop_errors``. With ``trim_at_failure`` an ideal path whose later turn has such an error is
+kept up to that turn instead (its correct turns are still worth learning); only a path whose first turn failed is
+dropped. Negatives come only from accepted trees; tool errors in a negative are kept (they are what it should
+unlearn). Completions are compared without tool-call ids, which are random per sample. Rows are deduplicated per
+file, first occurrence kept.
+
+The no-selection control's rows (one random branch per tree) come from ``josh.harvest.control``.
+
+The ``tree`` format (``tree.jsonl``, ``josh.harvest.advantages``) holds every sibling turn of every branching point of every
+searched tree, whatever its reward, with its turn-level advantage; groups whose advantages are all zero are skipped
+and counted (``tree_zero_groups``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from josh.harvest.advantages import AdvantageConfig, AdvantageStats, advantage_rows
+from josh.search.tree import Node, Tree, path_messages
+from josh.types import ErrorCategory, Message
+from josh.util.atomic import write_atomic
+from josh.util.jsonl import CorruptLineError, read_models
+
+Row = dict[str, Any]
+STATS_FILE = "extract_stats.json"
+TokenCounter = Callable[[str], int]
+TRL_FORMATS = ("sft", "kto", "dpo")
+FORMATS = (*TRL_FORMATS, "tree")
+FIELDS: dict[str, tuple[str, ...]] = {
+    "sft": ("messages",),
+    "kto": ("prompt", "completion"),
+    "dpo": ("prompt", "chosen", "rejected"),
+    "tree": ("prompt", "completion"),
+}
+
+
+class ExtractConfig(BaseModel):
+    """Which trees and turns become training data."""
+
+    min_reward: float = Field(1.0, ge=0.0, le=1.0, description="trees below this reward are skipped")
+    drop_errors: list[ErrorCategory] = Field(
+        default_factory=lambda: [c for c in ErrorCategory if c is not ErrorCategory.USER_ERROR],
+        description="ideal paths with any of these are skipped (a user-simulator failure is not the agent's)",
+    )
+    trim_at_failure: bool = Field(
+        False,
+        description="keep an ideal path's turns before its first turn with one of drop_errors instead of dropping "
+        "the tree",
+    )
+
+
+class ExtractStats(BaseModel):
+    """What ``extract`` read and wrote (``extract_stats.json`` in the output folder)."""
+
+    trees: int = 0
+    unreadable: int = 0
+    rewarded: int = 0
+    accepted: int = 0
+    trimmed: int = 0
+    below_reward: int = 0
+    with_errors: int = 0
+    failed_tasks: int = 0
+    sft: int = 0
+    kto_desirable: int = 0
+    kto_undesirable: int = 0
+    kto_desirable_fraction: float = 0.0
+    kto_conflicts_dropped: int = 0
+    duplicates_dropped: int = 0
+    dpo: int = 0
+    tree_groups: int = 0
+    tree_zero_groups: int = 0
+    tree_rows: int = 0
+    random_pool: int | None = None
+    random_rewarded: int | None = Field(None, description="kept random branches that met at least one goal")
+    tokens: dict[str, int] = Field(default_factory=dict)
+    token_counter: str = "whitespace"
+
+
+class Extracted(BaseModel):
+    """The rows of the files."""
+
+    sft: list[Row] = Field(default_factory=list)
+    kto: list[Row] = Field(default_factory=list)
+    dpo: list[Row] = Field(default_factory=list)
+    tree: list[Row] = Field(default_factory=list)
+
+
+def read_trees(path: str | Path, stats: ExtractStats | None = None, *, skip_bad_lines: bool = False) -> Iterator[Tree]:
+    """The trees of a ``trees.jsonl`` file. A line that is not a tree raises ``CorruptLineError`` naming the file
+    and line, unless ``skip_bad_lines``; skipped lines (and a last line cut short by a crash) count as
+    ``unreadable``."""
+    stats = stats if stats is not None else ExtractStats()
+
+    def skipped(line: int, reason: str) -> None:
+        stats.unreadable += 1
+
+    trees = read_models(path, Tree, "a search tree", skip_bad=skip_bad_lines, on_skip=skipped)
+    try:
+        for tree in trees:
+            stats.trees += 1
+            yield tree
+    except CorruptLineError as exc:
+        raise CorruptLineError(f"{exc} (josh extract --skip-bad-lines skips such lines)") from None
+
+
+def _call_key(arguments: dict[str, Any] | str) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+
+
+def messages_key(messages: list[Message]) -> str:
+    """Identity of a message list that ignores tool-call ids."""
+    parts = [
+        (m.role, m.content or "", [(c.name, _call_key(c.arguments)) for c in m.tool_calls or ()]) for m in messages
+    ]
+    return json.dumps(parts, ensure_ascii=False)
+
+
+def _dicts(messages: list[Message]) -> list[Row]:
+    return [m.to_openai() for m in messages]
+
+
+class Selection(BaseModel):
+    """The turns of one tree to train on (root first), or why it gives none."""
+
+    path: list[Node] = Field(default_factory=list)
+    reason: str | None = None
+    trimmed: bool = False
+
+
+def _before_failure(path: list[Node], banned: set[ErrorCategory]) -> list[Node]:
+    """``path`` up to, not including, its first turn with one of ``banned``."""
+    for i, node in enumerate(path):
+        if banned.intersection(node.errors):
+            return path[:i]
+    return path
+
+
+def clean_path(path: list[Node], config: ExtractConfig) -> Selection:
+    """Apply the error rule to a root-first path: keep it, trim it at its first failed turn, or drop it."""
+    kept = _before_failure(path, set(config.drop_errors))
+    if len(kept) == len(path):
+        return Selection(path=path) if len(path) >= 2 else Selection(reason="below_reward")
+    if config.trim_at_failure and len(kept) >= 2:
+        return Selection(path=kept, trimmed=True)
+    return Selection(reason="with_errors")
+
+
+def select(tree: Tree, config: ExtractConfig) -> Selection:
+    """The part of a tree's ideal path that becomes training data, or the reason there is none."""
+    if tree.error is not None or not tree.nodes:
+        return Selection(reason="failed_tasks")
+    if tree.reward < config.min_reward - 1e-9:
+        return Selection(reason="below_reward")
+    return clean_path(tree.ideal_path(), config)
+
+
+def counted(selection: Selection, stats: ExtractStats) -> bool:
+    """Count a tree's selection in ``stats`` (its rejection reason, or accepted and whether trimmed); True when kept."""
+    if selection.reason is not None:
+        setattr(stats, selection.reason, getattr(stats, selection.reason) + 1)
+        return False
+    stats.accepted += 1
+    stats.trimmed += selection.trimmed
+    return True
+
+
+def rejection(tree: Tree, config: ExtractConfig) -> str | None:
+    """Why a tree gives no training data (``None`` when it is accepted)."""
+    return select(tree, config).reason
+
+
+def _negatives(tree: Tree, parent: Node, children: dict[int, list[Node]]) -> list[Node]:
+    """Pruned sibling turns off ``parent`` that never reached a reward and have a turn to learn from."""
+    return [c for c in children.get(parent.id, []) if c.pruned and not (c.ideal or c.partial) and c.messages]
+
+
+def sft_row(tree: Tree, path: list[Node]) -> Row:
+    """The conversation along ``path`` (system prompt first, no user reply after its last turn)."""
+    return {"messages": _dicts(path_messages(tree, path[-1].id, user_reply=False)), "tools": list(tree.tools)}
+
+
+def tree_rows(tree: Tree, path: list[Node] | None = None) -> Extracted:
+    """All rows of one accepted tree along ``path`` (default: the whole ideal path); no filtering, no dedupe."""
+    tools = list(tree.tools)
+    path = path or tree.ideal_path()
+    children = tree.children()
+    sft = [sft_row(tree, path)]
+    kto: list[Row] = []
+    dpo: list[Row] = []
+    for node in path[1:]:
+        parent = tree.node(node.parent or 0)
+        prompt = _dicts(path_messages(tree, parent.id))
+        good = _dicts(node.messages)
+        kto.append({"prompt": prompt, "completion": good, "label": True, "tools": tools})
+        for bad in _negatives(tree, parent, children):
+            kto.append({"prompt": prompt, "completion": _dicts(bad.messages), "label": False, "tools": tools})
+            if messages_key(bad.messages) != messages_key(node.messages):
+                dpo.append({"prompt": prompt, "chosen": good, "rejected": _dicts(bad.messages), "tools": tools})
+    return Extracted(sft=sft, kto=kto, dpo=dpo)
+
+
+def row_key(row: Row, *fields: str) -> str:
+    return json.dumps([messages_key([Message.from_openai(m) for m in row[f]]) for f in fields], ensure_ascii=False)
+
+
+def dedupe(rows: list[Row], fields: tuple[str, ...], stats: ExtractStats) -> list[Row]:
+    seen: set[str] = set()
+    out = []
+    for row in rows:
+        key = f"{row_key(row, *fields)}|{row.get('label')}"
+        if key in seen:
+            stats.duplicates_dropped += 1
+            continue
+        seen.add(key)
+        out.append(row)
+    return out
+
+
+def _resolve_kto(rows: list[Row], stats: ExtractStats) -> list[Row]:
+    """Drop a negative whose prompt+completion is also a positive; positives first, then negatives."""
+    good = [r for r in rows if r["label"]]
+    good_keys = {row_key(r, "prompt", "completion") for r in good}
+    bad = []
+    for r in rows:
+        if r["label"]:
+            continue
+        if row_key(r, "prompt", "completion") in good_keys:
+            stats.kto_conflicts_dropped += 1
+        else:
+            bad.append(r)
+    return good + bad
+
+
+def extract_rows(trees: Iterator[Tree] | list[Tree], config: ExtractConfig, stats: ExtractStats) -> Extracted:
+    """Filter, convert and deduplicate; counts go into ``stats``."""
+    out = Extracted()
+    for tree in trees:
+        stats.rewarded += tree.reward > 0
+        chosen = select(tree, config)
+        if not counted(chosen, stats):
+            continue
+        rows = tree_rows(tree, chosen.path)
+        out.sft.extend(rows.sft)
+        out.kto.extend(rows.kto)
+        out.dpo.extend(rows.dpo)
+    out.sft = dedupe(out.sft, ("messages",), stats)
+    out.kto = _resolve_kto(dedupe(out.kto, ("prompt", "completion"), stats), stats)
+    out.dpo = dedupe(out.dpo, ("prompt", "chosen", "rejected"), stats)
+    stats.sft, stats.dpo = len(out.sft), len(out.dpo)
+    stats.kto_desirable = sum(1 for r in out.kto if r["label"])
+    stats.kto_undesirable = len(out.kto) - stats.kto_desirable
+    stats.kto_desirable_fraction = round(stats.kto_desirable / len(out.kto), 4) if out.kto else 0.0
+    return out
+
+
+def whitespace_tokens(text: str) -> int:
+    return len(text.split())
+
+
+def _row_tokens(row: Row, fields: tuple[str, ...], count: TokenCounter) -> int:
+    total = 0
+    for field in fields:
+        for m in row[field]:
+            total += count(m.get("content") or "")
+            for call in m.get("tool_calls") or ():
+                total += count(call["function"]["name"]) + count(call["function"]["arguments"])
+    return total
+
+
+def _write_jsonl(path: Path, rows: list[Row]) -> None:
+    """Write the whole file at once: a crash never leaves half a file."""
+    write_atomic(path, (json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+
+
+def trees_file(trees_path: str | Path) -> Path:
+    path = Path(trees_path)
+    if path.is_dir():
+        path = path / "trees.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"no trees file at {path} (run `josh rollout` first)")
+    return path
+
+
+def write_all(
+    out_dir: Path, rows: Extracted, stats: ExtractStats, count: TokenCounter, formats: tuple[str, ...] = TRL_FORMATS
+) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in formats:
+        data: list[Row] = getattr(rows, name)
+        _write_jsonl(out_dir / f"{name}.jsonl", data)
+        stats.tokens[name] = sum(_row_tokens(r, FIELDS[name], count) for r in data)
+    (out_dir / STATS_FILE).write_text(stats.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+def _tree_rows(trees: list[Tree], config: AdvantageConfig, stats: ExtractStats) -> list[Row]:
+    found = AdvantageStats()
+    rows = advantage_rows(trees, config, found)
+    stats.tree_groups, stats.tree_zero_groups, stats.tree_rows = found.groups, found.zero_groups, found.rows
+    return rows
+
+
+def extract(
+    trees_path: str | Path,
+    out_dir: str | Path,
+    config: ExtractConfig | None = None,
+    *,
+    count_tokens: TokenCounter | None = None,
+    counter_name: str = "whitespace",
+    skip_bad_lines: bool = False,
+    formats: tuple[str, ...] = TRL_FORMATS,
+    advantages: AdvantageConfig | None = None,
+) -> ExtractStats:
+    """Read ``trees_path`` (a file or a run folder) and write ``<format>.jsonl`` for each of ``formats`` (default
+    ``sft``, ``kto``, ``dpo``; ``tree`` adds the turn-level advantages) and ``extract_stats.json`` to ``out_dir``
+    (named so it never overwrites the rollout's own ``stats.json``).
+    A line that is not a tree stops it (nothing is written) unless ``skip_bad_lines``."""
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown or not formats:
+        raise ValueError(f"unknown format {', '.join(unknown) or '(none)'}; choose from {', '.join(FORMATS)}")
+    config = config or ExtractConfig()
+    stats = ExtractStats(token_counter=counter_name if count_tokens else "whitespace")
+    trees = list(read_trees(trees_file(trees_path), stats, skip_bad_lines=skip_bad_lines))
+    rows = extract_rows(trees, config, stats) if set(formats) & set(TRL_FORMATS) else Extracted()
+    if "tree" in formats:
+        rows.tree = _tree_rows(trees, advantages or AdvantageConfig(), stats)
+    write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens, formats)
+    return stats
+
+
+def hf_token_counter(name: str) -> TokenCounter:
+    """Count tokens with a Hugging Face tokenizer (``smollm2`` or any name ``resolve_model`` knows)."""
+    from transformers import AutoTokenizer
+
+    from josh.llm.models import resolve_model
+
+    tok = AutoTokenizer.from_pretrained(resolve_model(name))
+    return lambda text: len(tok.encode(text, add_special_tokens=False))
+
+
+def extract_run(
+    run: str | Path,
+    out: str | Path | None,
+    config: ExtractConfig,
+    *,
+    tokenizer: str | None = None,
+    skip_bad_lines: bool = False,
+    formats: tuple[str, ...] = TRL_FORMATS,
+    advantages: AdvantageConfig | None = None,
+) -> tuple[ExtractStats, Path]:
+    """``josh extract``: files go to ``out`` or, by default, next to the trees."""
+    run = Path(run)
+    out_dir = Path(out) if out else (run if run.is_dir() else run.parent)
+    counter = hf_token_counter(tokenizer) if tokenizer else None
+    name = tokenizer or "whitespace"
+    stats = extract(
+        run, out_dir, config, count_tokens=counter, counter_name=name, skip_bad_lines=skip_bad_lines,
+        formats=formats, advantages=advantages,
+    )  # fmt: skip
+    return stats, out_dir

@@ -1,0 +1,203 @@
+"""The ``josh loop`` recipe: the run spec, the warm start, each round's rollouts, the training arms, the controls
+and the evaluation, validated as one strict model (unknown keys fail with the closest valid key named)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import Field, ValidationError, model_validator
+
+from josh.harvest.advantages import AdvantageConfig
+from josh.harvest.extract import ExtractConfig
+from josh.harvest.warmstart import WarmStartConfig
+from josh.llm.base import Sampling
+from josh.run.spec import RunSpec
+from josh.search.algorithm import SearchConfig
+from josh.training.recipe import StrictModel, TrainRecipe, apply_overrides, explain_error, read_mapping
+
+
+class EvalSpec(StrictModel):
+    """How every model of the loop is evaluated: the same held-out tasks each time."""
+
+    split: str = "test"
+    limit: int | None = Field(None, ge=1)
+    trials: int = Field(1, ge=1)
+    max_turns: int = Field(15, ge=1)
+    concurrency: int = Field(16, ge=1)
+    sampling: Sampling | None = Field(None, description="agent sampling at evaluation (default: the agent's)")
+
+
+class RolloutSpec(StrictModel):
+    """JOSH rollouts of one round: which train tasks, the search, the sampling."""
+
+    split: str = "train"
+    skip: int = Field(0, ge=0, description="tasks skipped at the start of the split (e.g. the warm start's)")
+    tasks: int | None = Field(None, ge=1, description="tasks per round (default: the rest of the split)")
+    new_tasks_each_round: bool = Field(True, description="round r takes the r-th block of `tasks` tasks")
+    concurrency: int = Field(16, ge=1)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    sampling: Sampling | None = Field(None, description="agent sampling during the search (default: the agent's)")
+
+
+class ControlsSpec(StrictModel):
+    """Control arms trained and evaluated beside JOSH on the same held-out tasks."""
+
+    random: bool = Field(
+        False,
+        description="control-random: from each round's trees, one random root-to-leaf branch per tree instead of the "
+        "ideal path (no reward selection), trained exactly like the SFT arm; with accumulate, on the warm-start rows "
+        "and every round's random branches so far",
+    )
+    retrain: bool = Field(
+        False,
+        description="control-retrain: the start policy retrained on its own warm-start rows with another seed and "
+        "row order (the noise floor)",
+    )
+    random_rows: Literal["all", "match"] = Field(
+        "all",
+        description="control-random's rows: one per tree (all), or a random subset as large as the round's JOSH-SFT "
+        "rows (match), so that the control differs from JOSH in the selection only, not in the amount of data",
+    )
+    rounds: list[int] | None = Field(
+        None,
+        description="rounds that train and evaluate control-random (default: every round); with accumulate, the "
+        "rounds before them still draw their random branches",
+    )
+
+
+ARMS = ("sft", "kto", "tree", "grpo")
+
+
+class LoopRecipe(StrictModel):
+    """``josh loop``: baseline eval, optional scripted warm start, then rounds of rollouts, extraction, training
+    (SFT and/or KTO arms) and evaluation. Stages live under ``<output_dir>/<name>/`` (``seed-K/`` per seed when
+    ``seeds`` > 1)."""
+
+    name: str = Field(..., min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+    output_dir: Path = Path("runs")
+    rounds: int = Field(1, ge=1)
+    seed: int | None = Field(
+        None,
+        description="seeds the rollout sampling and shifts every training seed by this much; unset: unseeded "
+        "sampling and the arms' own seeds",
+    )
+    seeds: int = Field(1, ge=1, description="independent runs with seeds seed, seed+1, ... (from 0 when seed is unset)")
+    train_seeds: int = Field(
+        1,
+        ge=1,
+        description="train and evaluate each SFT-recipe model (warm start, JOSH-SFT, control-random) and each KTO "
+        "model at this many training seeds over the same rows (reshuffled; KTO on SFT starts from the SFT model of "
+        "the same training seed); the report pools their rewards per task",
+    )
+    setup: RunSpec = Field(
+        default_factory=RunSpec,
+        description="the run spec, as `josh eval` / `josh rollout` take it; model: the base policy",
+    )
+    baseline: bool = Field(True, description="evaluate the base model before any training")
+    warm_start: WarmStartConfig | None = None
+    rollout: RolloutSpec = Field(default_factory=RolloutSpec)
+    extract: ExtractConfig = Field(default_factory=ExtractConfig)
+    sft: TrainRecipe | None = None
+    kto: TrainRecipe | None = None
+    tree: TrainRecipe | None = Field(
+        None, description="the tree arm: tree advantages of each round's search, continuing the policy that searched"
+    )
+    grpo: TrainRecipe | None = Field(
+        None, description="the GRPO arm: online GRPO on each round's rollout tasks, from the start policy onwards"
+    )
+    grpo_budget: Literal["recipe", "search"] = Field(
+        "recipe",
+        description="recipe: the GRPO arm trains as its recipe says (epochs, max_steps, grpo.max_llm_calls); search: "
+        "each round's GRPO stops once its rollouts used as many LLM calls as that round's search (raise its "
+        "optim.epochs if one pass over the tasks costs less)",
+    )
+    advantages: AdvantageConfig = Field(default_factory=AdvantageConfig, description="tree arm: subtree reward")
+    policy: Literal["sft", "kto", "tree", "grpo"] | None = Field(
+        None, description="arm whose checkpoint runs the next round"
+    )
+    kto_from: Literal["base", "sft"] = Field(
+        "base",
+        description="base: the KTO arm trains a fresh adapter on the base model (JOSH-KTO); sft: on the round's SFT "
+        "policy merged into a full model, which is also KTO's reference (JOSH-SFT+KTO)",
+    )
+    controls: ControlsSpec = Field(default_factory=ControlsSpec)
+    accumulate: bool = Field(
+        True,
+        description="every arm trains on all rows so far: SFT on the warm start plus every round's ideal paths, KTO "
+        "on every round's good/bad turns",
+    )
+    sft_from: Literal["base", "policy"] = Field(
+        "base",
+        description="base: each SFT adapter is trained fresh from the base model; policy: it continues the adapter "
+        "that ran the round's rollouts, on that round's rows only (needs accumulate: false)",
+    )
+    eval: EvalSpec = Field(default_factory=EvalSpec)
+
+    @model_validator(mode="after")
+    def _check_arms(self) -> LoopRecipe:
+        if all(getattr(self, arm) is None for arm in ARMS):
+            raise ValueError("give at least one training arm: sft, kto, tree or grpo")
+        if self.warm_start is not None and self.warm_start.enabled and self.sft is None:
+            raise ValueError("warm_start trains with the sft recipe: add an sft arm")
+        for method in ARMS:
+            arm = getattr(self, method)
+            if arm is not None and arm.model.name != self.setup.model:
+                raise ValueError(
+                    f"{method}.model.name ({arm.model.name}) must be the loop's base model setup.model "
+                    f"({self.setup.model})"
+                )
+        if self.sft_from == "policy" and self.accumulate:
+            raise ValueError(
+                "sft_from: policy continues the previous adapter on each round's new rows; set accumulate: false "
+                "(accumulate: true retrains from the base model on every row so far)"
+            )
+        if self.policy is not None and getattr(self, self.policy) is None:
+            raise ValueError(f"policy {self.policy!r} names an arm the recipe does not train")
+        if self.kto_from == "sft" and (self.sft is None or self.kto is None):
+            raise ValueError("kto_from: sft trains KTO on the SFT arm's policy: give both an sft and a kto arm")
+        if self.sft_from == "policy" and self.policy_arm == "kto":
+            raise ValueError(
+                "sft_from: policy continues the policy's adapter with SFT on the base model, but policy kto's adapter "
+                "belongs to another base; use policy: sft or sft_from: base"
+            )
+        if self.kto_from == "sft" and self.policy == "kto" and (self.tree is not None or self.grpo is not None):
+            raise ValueError(
+                "the tree and GRPO arms continue adapters of the base model, but policy kto with kto_from: sft is an "
+                "adapter of the merged SFT policy; use policy sft or kto_from: base"
+            )
+        if self.grpo_budget == "search" and self.grpo is None:
+            raise ValueError("grpo_budget: search sets the GRPO arm's LLM-call budget: add a grpo arm")
+        if self.controls.random and self.sft is None:
+            raise ValueError("controls.random trains exactly like the SFT arm: add an sft arm")
+        return self
+
+    @property
+    def policy_arm(self) -> str:
+        return self.policy or next(arm for arm in ARMS if getattr(self, arm) is not None)
+
+    @property
+    def warm_sft(self) -> TrainRecipe | None:
+        """The sft recipe as the warm start and control-retrain train it: with ``warm_start.epochs`` when set."""
+        if self.sft is None or self.warm_start is None or self.warm_start.epochs is None:
+            return self.sft
+        optim = self.sft.optim.model_copy(update={"epochs": self.warm_start.epochs})
+        return self.sft.model_copy(update={"optim": optim})
+
+    @property
+    def run_dir(self) -> Path:
+        return self.output_dir / self.name
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
+
+
+def load_loop_recipe(path: str | Path, overrides: list[str] | None = None) -> LoopRecipe:
+    """Read a loop recipe YAML file and apply ``--set`` overrides (e.g. ``--set rounds=2``)."""
+    data = read_mapping(Path(path))
+    merged = apply_overrides(data, overrides or [])
+    try:
+        return LoopRecipe.model_validate(merged)
+    except ValidationError as exc:
+        raise explain_error(exc, LoopRecipe, str(path)) from None

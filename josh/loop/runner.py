@@ -1,0 +1,409 @@
+"""The self-training loop (``josh loop``): which stages run, on what, and what each model is compared with.
+
+A baseline evaluation, an optional scripted warm start, then ``rounds`` of JOSH rollouts → extraction → SFT
+and/or KTO → evaluation on the same held-out tasks, optional controls, and a report. Layout under the run folder
+(``<output_dir>/<name>/``)::
+
+    loop.yaml                        the resolved recipe
+    round-0/baseline/                evaluation of the base model
+    round-0/warmstart/data/ train/ eval/   scripted demonstrations, the SFT adapter trained on them, its evaluation
+    round-0/control-retrain/train/ eval/   the start policy retrained on its own rows (controls.retrain)
+    round-R/rollouts/                JOSH search trees of round R (the policy of round R-1 searches)
+    round-R/extract/                 sft.jsonl, kto.jsonl, dpo.jsonl, extract_stats.json
+    round-R/train-sft/ eval-sft/     the SFT arm (JOSH-SFT)
+    round-R/merge-sft/               the SFT policy folded into a full model (kto_from: sft)
+    round-R/train-kto/ eval-kto/     the KTO arm: JOSH-KTO on the base, or JOSH-SFT+KTO on merge-sft
+    round-R/control-random/data/ train/ eval/   one random branch per tree instead of the ideal path (data/ only in
+                                     a round before the last control round: its rows accumulate)
+    round-R/extract-tree/ train-tree/ eval-tree/ train-grpo/ eval-grpo/   the tree and GRPO arms (josh.loop.online)
+    <train>-seed<k>/ <eval>-seed<k>/ a model at its k-th further training seed (train_seeds); KTO on SFT trains
+                                     on that seed's SFT model, merged into merge-sft-seed<k>/
+    report.md, report.json, plots/
+
+The SFT arm is retrained from the base model each round on the warm-start rows plus every round's ideal paths so
+far (``accumulate``), or continues the adapter that searched, on the round's rows only (``sft_from: policy``). The
+KTO arm trains a fresh adapter on the good/bad turns (every round's so far with ``accumulate``), on the base model or
+(``kto_from: sft``) on the round's SFT policy merged into a full model, so KTO's reference model is that SFT policy. ``policy`` picks the arm
+whose model searches the next round. An arm with nothing to train on ends with a note; the loop goes on.
+
+The headline is JOSH's own increment: the newest model of the policy arm against the policy that ran the first
+search (the warm start, or the base model without one), paired per held-out task.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from josh.harvest.warmstart import WarmStartConfig
+from josh.loop.online import OnlineArms
+from josh.loop.recipe import LoopRecipe
+from josh.loop.result import RETRAIN, Evaluated, LoopResult, Note, Pair, RoundRecord
+from josh.loop.stages import (
+    Builder,
+    EvalStage,
+    ExtractStage,
+    Merger,
+    MergeStage,
+    RolloutStage,
+    StageContext,
+    Trainer,
+    TrainStage,
+    Unfinished,
+    WarmStartStage,
+    kto_labels,
+    merge_with_peft,
+    rollout_tasks,
+    train_with_trl,
+)
+from josh.run.components import build_components
+from josh.training.recipe import TrainRecipe
+
+RETRAIN_SEED_OFFSET = 1000  # control-retrain's training seed, past the warm start's
+TRAIN_SEED_STEP = 100  # train_seeds: the k-th further training seed of a model is its seed + k * TRAIN_SEED_STEP
+Model = tuple[Path, str]  # an evaluated adapter and its label
+
+
+class Loop(OnlineArms):
+    """Runs one seed of a ``LoopRecipe`` stage by stage; see the module docstring. The trainer, the component
+    builder and the merger are injected (tests run the whole loop without a model); ``dry`` runs nothing and reports
+    what is done."""
+
+    def __init__(
+        self,
+        recipe: LoopRecipe,
+        *,
+        trainer: Trainer = train_with_trl,
+        builder: Builder = build_components,
+        merger: Merger = merge_with_peft,
+        console: Console | None = None,
+        progress: bool = True,
+        dry: bool = False,
+    ) -> None:
+        self.recipe = recipe
+        self.ctx = StageContext(recipe, trainer, builder, merger, console or Console(), progress, dry)
+        self.run_dir = recipe.run_dir
+
+    @property
+    def result(self) -> LoopResult:
+        return self.ctx.result
+
+    def run(self) -> LoopResult:
+        """Run (or resume) every stage, then write the report. A dry loop runs nothing and reports what is done."""
+        if self.recipe.seeds > 1:
+            raise ValueError(f"the recipe asks for {self.recipe.seeds} seeds: run it with josh.loop.seeds.run_seeds")
+        if not self.ctx.dry:
+            if (self.run_dir / "seeds.yaml").is_file():
+                raise ValueError(f"{self.run_dir} holds a run of several seeds; give this run another name")
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            (self.run_dir / "loop.yaml").write_text(self.recipe.to_yaml(), encoding="utf-8")
+        try:
+            self._run()
+        except Unfinished as exc:
+            self.result.unfinished = str(exc)
+        self.write_report()
+        return self.result
+
+    def _run(self) -> None:
+        recipe = self.recipe
+        round0 = self.run_dir / "round-0"
+        self.policy: str | Path = str(recipe.setup.model)
+        self.policy_label = "base"
+        self.sft_sources: list[Path] = []
+        self.kto_sources: list[Path] = []
+        self.control_sources: list[Path] = []  # control-random's rows so far: random branches, never ideal paths
+        self.draws: dict[str, list[Path | None]] = {}  # a model's further training draws (train_seeds), by label
+        for r in range(1, recipe.rounds + 1):
+            rollout_tasks(self.ctx, r)  # every round has tasks to search, checked before hours of work
+        if recipe.baseline:
+            self.evaluate("base", 0, round0 / "baseline", self.policy, "base")
+        warm: Path | None = None
+        if recipe.warm_start is not None and recipe.warm_start.enabled and recipe.sft is not None:
+            warm = self.warm_start(recipe.warm_start)
+            self.sft_sources.append(warm)
+            self.control_sources.append(warm)
+            warm_sft = recipe.warm_sft
+            assert warm_sft is not None
+            train = self.train_stage("warm-start train", round0 / "warmstart" / "train", warm_sft, [warm], "sft")
+            if train.adapter is None:
+                raise ValueError(f"the warm start could not be trained: {train.why_ended()}")
+            self.evaluate("warm start", 0, round0 / "warmstart" / "eval", train.adapter, "warm start")
+            self.seed_variants(
+                "warm start", round0 / "warmstart" / "train", round0 / "warmstart" / "eval", [warm], arm=warm_sft
+            )
+            self.result.compare("warm start", "base", "warm start")
+            self.policy, self.policy_label = train.adapter, "warm start"
+        start = self.policy_label
+        self.grpo_start = self.policy if isinstance(self.policy, Path) else None
+        if recipe.controls.retrain:
+            self._retrain_control(warm, start)
+        final: str | None = None
+        for r in range(1, recipe.rounds + 1):
+            final = self._round(r) or final
+        self._headline(final, start)
+
+    # stages -----------------------------------------------------------------------------------------------
+
+    def evaluate(self, label: str, round_: int, folder: Path, model: str | Path, arm: str) -> None:
+        """Evaluate ``model`` on the held-out tasks into ``folder`` (resumable)."""
+        self.ctx.execute(EvalStage(self.ctx, label, folder, model))
+        self.result.evaluated.append(Evaluated(label=label, round=round_, folder=folder, arm=arm))
+
+    def warm_start(self, config: WarmStartConfig) -> Path:
+        """Scripted demonstrations in the agent's format; returns their SFT file."""
+        stage = WarmStartStage(self.ctx, config)
+        self.ctx.execute(stage)
+        return stage.rows
+
+    def train_stage(self, name: str, folder: Path, arm: TrainRecipe, *args: Any, **how: Any) -> TrainStage:
+        """Train one arm (see ``TrainStage`` for the arguments); a trained model is listed for the report."""
+        stage = TrainStage(self.ctx, name, folder, arm, *args, **how)
+        self.ctx.execute(stage)
+        if stage.adapter is not None:
+            self.result.trained.append((name, folder))
+        return stage
+
+    def train(self, name: str, folder: Path, arm: TrainRecipe, *args: Any, **how: Any) -> Path | None:
+        """The trained model folder, or ``None`` when the rows could not be trained on (see ``TrainStage``)."""
+        return self.train_stage(name, folder, arm, *args, **how).adapter
+
+    def merge(self, name: str, adapter: Path, folder: Path, dtype: str) -> Path:
+        """The adapter folded into its base model: a full model folder with the adapter's tokenizer."""
+        self.ctx.execute(MergeStage(self.ctx, name, adapter, folder, dtype))
+        return folder
+
+    def rollouts(self, round_: int, policy: str | Path) -> RolloutStage:
+        stage = RolloutStage(self.ctx, round_, policy)
+        self.ctx.execute(stage)
+        return stage
+
+    def extract(
+        self, round_: int, rollouts: RolloutStage, *, control_seed: int | None = None, control_rows: int | None = None
+    ) -> ExtractStage:
+        stage = ExtractStage(self.ctx, round_, rollouts.trees, control_seed=control_seed, control_rows=control_rows)
+        self.ctx.execute(stage)
+        return stage
+
+    # arms -------------------------------------------------------------------------------------------------
+
+    def note(self, arm: str, round_: int, message: str) -> None:
+        """An arm ended without a model: say why in the report and on the terminal."""
+        self.result.notes.append(Note(arm=arm, round=round_, message=message))
+        self.ctx.log(f"  ! {arm}{f' round {round_}' if round_ else ''}: {message}")
+
+    def _headline(self, final: str | None, start: str) -> None:
+        if final is None:
+            self.note("JOSH", 0, "no round trained a model of the policy arm: JOSH did not change the policy")
+        elif not self.result.is_evaluated(start):
+            self.note("JOSH", 0, f"the start policy ({start}) was not evaluated: set baseline: true for the headline")
+        else:
+            self.result.headline = Pair(model=final, baseline=start, role="headline")
+            self.result.compare(final, start, "headline")
+            self.result.compare(final, RETRAIN, "JOSH vs control")
+
+    def _round(self, r: int) -> str | None:
+        """One round; returns the label of the policy arm's new model, if it trained one."""
+        recipe = self.recipe
+        folder = self.run_dir / f"round-{r}"
+        policy, policy_label = self.policy, self.policy_label
+        rollouts = self.rollouts(r, policy)
+        extracted = self.extract(r, rollouts)
+        record = RoundRecord(round=r, policy=policy_label, rollouts=rollouts.folder, extract=extracted.folder)
+        self.result.rounds.append(record)
+        prior = list(self.sft_sources) if recipe.accumulate else []
+        start = policy if recipe.sft_from == "policy" and isinstance(policy, Path) else None
+        models: dict[str, Model | None] = {}
+        if recipe.sft is not None:
+            models["sft"] = self._sft_arm(r, folder, prior, extracted, start, policy_label)
+        if recipe.kto is not None:
+            models["kto"] = self._kto_arm(r, folder, extracted, models.get("sft"), policy_label)
+        if recipe.tree is not None:
+            models["tree"] = self.tree_arm(r, folder, rollouts, policy, policy_label)
+        if recipe.grpo is not None:
+            models["grpo"] = self.grpo_arm(r, folder, rollouts, policy_label)
+        trains_control = recipe.controls.random and (recipe.controls.rounds is None or r in recipe.controls.rounds)
+        if trains_control or self._later_control(r):
+            record.control = self._random_control(r, folder, rollouts, extracted, start, policy_label, trains_control)
+        if recipe.accumulate:
+            self.sft_sources.append(extracted.sft)
+            self.kto_sources.append(extracted.kto)
+        chosen = models.get(recipe.policy_arm)
+        if chosen is None:
+            return None
+        self.policy, self.policy_label = chosen
+        return chosen[1]
+
+    def _sft_arm(
+        self, r: int, folder: Path, prior: list[Path], extracted: ExtractStage, start: Path | None, policy_label: str
+    ) -> Model | None:
+        assert self.recipe.sft is not None
+        if extracted.sft_rows() == 0:
+            self.note("JOSH-SFT", r, f"{extracted.harvest()}: not trained this round")
+            return None
+        rows = [*prior, extracted.sft]
+        train = self.train_stage(
+            f"round {r} train-sft", folder / "train-sft", self.recipe.sft, rows, "sft", start=start
+        )
+        model = self._evaluate_arm(r, "JOSH-SFT", train, folder / "eval-sft", policy_label)
+        if model is not None:
+            self.seed_variants(model[1], folder / "train-sft", folder / "eval-sft", rows, start=start)
+        return model
+
+    def _kto_arm(
+        self, r: int, folder: Path, extracted: ExtractStage, sft: Model | None, policy_label: str
+    ) -> Model | None:
+        recipe = self.recipe
+        assert recipe.kto is not None
+        arm = "JOSH-SFT+KTO" if recipe.kto_from == "sft" else "JOSH-KTO"
+        rows = [*(self.kto_sources if recipe.accumulate else []), extracted.kto]
+        good, bad = kto_labels(rows)
+        if not (good and bad):
+            self.note(arm, r, f"KTO needs good and bad turns; its rows have {good} good and {bad} bad")
+            return None
+        base = None
+        if recipe.kto_from == "sft":
+            if sft is None or recipe.sft is None:
+                self.note(arm, r, "there is no SFT policy of this round to train KTO on")
+                return None
+            base = self.merge(f"round {r} merge-sft", sft[0], folder / "merge-sft", recipe.sft.model.dtype)
+        train = self.train_stage(f"round {r} train-kto", folder / "train-kto", recipe.kto, rows, "kto", base=base)
+        model = self._evaluate_arm(r, arm, train, folder / "eval-kto", policy_label)
+        if model is None:
+            return None
+        bases = None
+        if base is not None and sft is not None:
+            draws = self.draws[sft[1]]  # seed_variants recorded one entry per further seed
+            dtype = recipe.sft.model.dtype
+            bases = [
+                self.merge(f"round {r} merge-sft (seed {k})", d, folder / f"merge-sft-seed{k}", dtype) if d else None
+                for k, d in enumerate(draws, 1)
+            ]
+        self.seed_variants(model[1], folder / "train-kto", folder / "eval-kto", rows, recipe.kto, "kto", bases)
+        if sft is not None:
+            self.result.compare(model[1], sft[1], "KTO on SFT")
+        return model
+
+    def _later_control(self, r: int) -> bool:
+        """Whether a later round trains control-random on the rows accumulated so far, this round's included."""
+        controls = self.recipe.controls
+        return controls.random and self.recipe.accumulate and any(c > r for c in controls.rounds or ())
+
+    def _random_control(
+        self,
+        r: int,
+        folder: Path,
+        rollouts: RolloutStage,
+        extracted: ExtractStage,
+        start: Path | None,
+        policy_label: str,
+        train: bool,
+    ) -> Path | None:
+        """control-random: the round's trees without reward selection (as many rows as JOSH-SFT's with
+        ``controls.random_rows: match``), trained exactly like the SFT arm when ``train``. With ``accumulate`` it
+        trains on the warm-start rows plus every round's random branches so far, never on an ideal path, so it
+        differs from JOSH-SFT in the selection of every round."""
+        assert self.recipe.sft is not None
+        limit = extracted.sft_rows() if self.recipe.controls.random_rows == "match" else None
+        if limit == 0:
+            if train:
+                self.note("control-random", r, "JOSH kept no row this round, so a matched control has nothing to train")
+            return None
+        data = self.extract(r, rollouts, control_seed=self.recipe.seed or 0, control_rows=limit)
+        prior = list(self.control_sources) if self.recipe.accumulate else []
+        if self.recipe.accumulate and data.sft_rows():
+            self.control_sources.append(data.sft)
+        if not train:
+            return data.folder
+        if data.sft_rows() == 0:
+            self.note("control-random", r, "no random branch kept a turn (every first turn failed): nothing to train")
+            return data.folder
+        name, rows = f"round {r} train control-random", [*prior, data.sft]
+        train_stage = self.train_stage(
+            name, folder / "control-random" / "train", self.recipe.sft, rows, "sft", start=start
+        )
+        model = self._evaluate_arm(r, "control-random", train_stage, folder / "control-random" / "eval", None)
+        if model is not None:
+            control = folder / "control-random"
+            self.seed_variants(model[1], control / "train", control / "eval", rows, start=start)
+            self.result.compare(model[1], policy_label, "control")
+            self.result.compare(f"round {r} JOSH-SFT", model[1], "JOSH vs control")
+        return data.folder
+
+    def _retrain_control(self, warm: Path | None, start: str) -> None:
+        """control-retrain: the start policy's own rows, another training seed and row order (the noise floor)."""
+        arm = self.recipe.warm_sft
+        if warm is None or arm is None:
+            self.note(RETRAIN, 0, "the start policy is the base model, with no rows of its own to retrain on")
+            return
+        folder = self.run_dir / "round-0" / "control-retrain"
+        train = self.train_stage(
+            "control-retrain train", folder / "train", arm, [warm], "sft",
+            seed_offset=RETRAIN_SEED_OFFSET, shuffle=True,
+        )  # fmt: skip
+        if train.adapter is None:
+            self.note(RETRAIN, 0, f"could not be trained: {train.why_ended()}")
+            return
+        self.evaluate(RETRAIN, 0, folder / "eval", train.adapter, RETRAIN)
+        self.result.compare(RETRAIN, start, "noise floor")
+
+    def seed_variants(
+        self,
+        label: str,
+        train: Path,
+        evaluation: Path,
+        rows: list[Path],
+        arm: TrainRecipe | None = None,
+        method: str = "sft",
+        bases: list[Path | None] | None = None,
+        **how: Any,
+    ) -> None:
+        """``train_seeds``: the model ``label`` trained and evaluated again at each further training seed (its rows
+        reshuffled) into ``<train>-seed<k>/`` and ``<evaluation>-seed<k>/``; the report pools them, and ``draws``
+        keeps their adapters. ``arm``: the training recipe (default: the sft arm); ``bases``: the k-th draw's base
+        model (KTO on the k-th SFT draw), ``None`` where that draw has none."""
+        arm = arm or self.recipe.sft
+        assert arm is not None
+        entry = next(e for e in self.result.evaluated if e.label == label)
+        self.draws[label] = []
+        for k in range(1, self.recipe.train_seeds):
+            name, suffix = f"{label} train (seed {k})", f"-seed{k}"
+            if bases is not None and bases[k - 1] is None:
+                self.note(entry.arm, entry.round, f"training seed {k} has no model of its own to start from")
+                self.draws[label].append(None)
+                continue
+            base = {"base": bases[k - 1]} if bases is not None else {}
+            stage = self.train_stage(
+                name, train.with_name(train.name + suffix), arm, rows, method,
+                seed_offset=k * TRAIN_SEED_STEP, shuffle=True, **base, **how,
+            )  # fmt: skip
+            self.draws[label].append(stage.adapter)
+            if stage.adapter is None:
+                self.note(entry.arm, entry.round, f"training seed {k} could not be trained: {stage.why_ended()}")
+                continue
+            folder = evaluation.with_name(evaluation.name + suffix)
+            self.ctx.execute(EvalStage(self.ctx, f"{label} (seed {k})", folder, stage.adapter))
+            entry.seeds.append(folder)
+
+    def _evaluate_arm(
+        self, r: int, arm: str, train: TrainStage, folder: Path, policy_label: str | None
+    ) -> Model | None:
+        """Evaluate a round's new model and compare it with the policy that searched and with the base model."""
+        if train.adapter is None:
+            self.note(arm, r, f"could not be trained: {train.why_ended()}")
+            return None
+        label = f"round {r} {arm}"
+        self.evaluate(label, r, folder, train.adapter, arm)
+        if policy_label is not None:
+            self.result.compare(label, policy_label, "round")
+            self.result.compare(label, "base", "vs base")
+        return train.adapter, label
+
+    def write_report(self) -> Path:
+        from josh.loop.report import build_report, save_report
+
+        title = "josh loop: " + "/".join(self.run_dir.parts[-2:])
+        path = save_report(build_report(self.result, title=title), self.run_dir)
+        self.ctx.log(f"report -> {path}")
+        return path

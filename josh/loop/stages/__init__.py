@@ -1,0 +1,33 @@
+"""The stages of ``josh loop``, one module each, all implementing the contract of ``josh.loop.stages.base``: settings,
+inputs, outputs, done, run. ``josh.loop.runner`` decides which stages run on what (the training-arm policy)."""
+
+from josh.loop.stages.base import Builder, Merger, Stage, StageContext, Trainer, Unfinished
+from josh.loop.stages.evaluation import EvalStage, eval_tasks
+from josh.loop.stages.extraction import ExtractStage, TreeExtractStage, kto_labels
+from josh.loop.stages.merging import MergeStage, merge_with_peft
+from josh.loop.stages.rollouts import RolloutStage, rollout_tasks
+from josh.loop.stages.training import ENDED, TrainStage, train_with_trl
+from josh.loop.stages.warm_start import WarmStartStage, prompt_of
+
+__all__ = [
+    "ENDED",
+    "Builder",
+    "EvalStage",
+    "ExtractStage",
+    "MergeStage",
+    "Merger",
+    "RolloutStage",
+    "Stage",
+    "StageContext",
+    "TrainStage",
+    "TreeExtractStage",
+    "Trainer",
+    "Unfinished",
+    "WarmStartStage",
+    "eval_tasks",
+    "kto_labels",
+    "merge_with_peft",
+    "prompt_of",
+    "rollout_tasks",
+    "train_with_trl",
+]

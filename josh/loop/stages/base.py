@@ -1,0 +1,130 @@
+"""The stage contract of ``josh loop`` and the context its stages share.
+
+A stage owns one folder. It says what it runs with (``settings``), what it reads (``inputs``: files, folders or
+plain identifiers), what it writes there (``outputs``, which other stages read through the stage object, never by
+file name), whether that output is present and whole (``done``), and how to make it (``run``, resumable).
+``StageContext.execute`` applies the manifest rules of ``josh.loop.stages.manifest``: a stage finished for the same settings and
+inputs is skipped, an unfinished one runs again in place, a changed one moves the old folder aside first. With
+``dry=True`` nothing runs: finished stages count as skipped and the first unfinished one raises ``Unfinished``,
+which is how a report is rebuilt from a run folder.
+
+Every piece that costs real compute is injected into the context (the trainer, the component builder and the
+merger), so the scripted tests run the whole loop without a model.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from josh.envs import build_env
+from josh.envs.base import Env
+from josh.llm.base import Sampling
+from josh.loop.recipe import LoopRecipe
+from josh.loop.result import LoopResult
+from josh.loop.stages.manifest import Input, run_stage, stage_done
+from josh.run.components import ComponentOptions, Components
+from josh.training.recipe import TrainRecipe
+
+Trainer = Callable[[TrainRecipe, bool], Path]
+Builder = Callable[[ComponentOptions], Components]
+Merger = Callable[[Path, Path, str], Path]
+
+
+class Unfinished(Exception):
+    """A dry run reached a stage that has not finished."""
+
+
+@dataclass
+class StageContext:
+    """What every stage of one loop run shares: the recipe, the injected workers, the console and the result."""
+
+    recipe: LoopRecipe
+    trainer: Trainer
+    builder: Builder
+    merger: Merger
+    console: Console
+    progress: bool = True
+    dry: bool = False
+    result: LoopResult = field(init=False)
+    _env: Env | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.result = LoopResult(run_dir=self.run_dir, seed=self.recipe.seed)
+
+    @property
+    def run_dir(self) -> Path:
+        return self.recipe.run_dir
+
+    @property
+    def env(self) -> Env:
+        if self._env is None:
+            self._env = build_env(self.recipe.setup.env, self.recipe.setup.data)
+        return self._env
+
+    def log(self, text: str) -> None:
+        if not self.dry:
+            self.console.print(text, markup=False, highlight=False)
+
+    def execute(self, stage: Stage) -> None:
+        """Run ``stage`` unless it finished for the same settings and inputs (see the module docstring)."""
+        settings, inputs, earlier = stage.settings(), stage.inputs(), stage.earlier_settings()
+        if self.dry:
+            if not stage_done(stage.folder, settings, inputs, stage.done, earlier=earlier):
+                raise Unfinished(stage.name)
+            self.result.skipped.append(stage.name)
+            return
+        ran = run_stage(
+            stage.name, stage.folder, settings, inputs, stage.run, finished=stage.done, log=self.log, earlier=earlier
+        )
+        (self.result.ran if ran else self.result.skipped).append(stage.name)
+
+    def components(self, split: str, model: str, sampling: Sampling | None) -> Components:
+        """The run spec's env, tasks, agent, user and LLMs for one stage: its split, model and sampling."""
+        spec = {**self.recipe.setup.model_dump(), "model": model}
+        return self.builder(ComponentOptions(**spec, split=split, agent_sampling=sampling))
+
+    def setup_settings(self) -> dict[str, Any]:
+        """The run spec as the stages that use it record it (the model is their input, not a setting)."""
+        config = self.recipe.setup.model_dump(mode="json", exclude={"model"})
+        for key in ("llm_options", "user_options"):  # absent before they existed: older runs keep resuming
+            if not config[key]:
+                del config[key]
+        return config
+
+
+class Stage(ABC):
+    """One stage of the loop in its own folder; see the module docstring."""
+
+    def __init__(self, ctx: StageContext, name: str, folder: Path) -> None:
+        self.ctx, self.name, self.folder = ctx, name, folder
+
+    @abstractmethod
+    def settings(self) -> dict[str, Any]:
+        """What the stage runs with (JSON values); a change reruns it."""
+
+    def inputs(self) -> dict[str, Input]:
+        """The files, folders or identifiers it reads; a change in their content reruns it."""
+        return {}
+
+    def earlier_settings(self) -> list[dict[str, Any]]:
+        """The same settings as earlier versions of josh recorded them (before a key was added), so their run
+        folders keep resuming."""
+        return []
+
+    @abstractmethod
+    def outputs(self) -> list[Path]:
+        """The files it writes in its folder."""
+
+    def done(self) -> bool:
+        """Whether its output is there and whole (by default: every output file exists)."""
+        return all(path.is_file() for path in self.outputs())
+
+    @abstractmethod
+    def run(self) -> None:
+        """Make the output (a stage killed half-way runs again and continues where its own resume allows)."""

@@ -1,0 +1,81 @@
+"""The rollout stage: JOSH search over one round's train tasks with the round's policy (``trees.jsonl`` and
+``stats.json``, written by ``josh.search.rollout``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from josh.llm.base import Sampling
+from josh.loop.stages.base import Stage, StageContext
+from josh.loop.stages.manifest import Input
+from josh.search.rollout import STATS_FILE, TREES_FILE, RolloutConfig, run_rollouts
+from josh.types import Task
+
+
+def rollout_tasks(ctx: StageContext, round_: int) -> list[Task]:
+    """Round ``round_``'s train tasks; ``ValueError`` when the split has none left for it."""
+    spec = ctx.recipe.rollout
+    tasks = ctx.env.tasks(spec.split)[spec.skip :]
+    if spec.tasks is None:
+        return tasks
+    start = (round_ - 1) * spec.tasks if spec.new_tasks_each_round else 0
+    chosen = tasks[start : start + spec.tasks]
+    if not chosen:
+        raise ValueError(
+            f"round {round_} has no rollout tasks: {len(tasks)} {spec.split} tasks after skip={spec.skip}, "
+            f"{spec.tasks} per round"
+        )
+    return chosen
+
+
+def seeded(ctx: StageContext, sampling: Sampling | None) -> Sampling | None:
+    """The rollout sampling, seeded by the loop's seed when it has one and the recipe set none."""
+    seed = ctx.recipe.seed
+    if seed is None or (sampling is not None and sampling.seed is not None):
+        return sampling
+    return (sampling or Sampling()).model_copy(update={"seed": seed})
+
+
+class RolloutStage(Stage):
+    """Round ``round_``'s search with ``policy`` (the base model name or the adapter of the previous round)."""
+
+    def __init__(self, ctx: StageContext, round_: int, policy: str | Path) -> None:
+        super().__init__(ctx, f"round {round_} rollouts", ctx.run_dir / f"round-{round_}" / "rollouts")
+        self.policy = policy
+        self.trees, self.stats = self.folder / TREES_FILE, self.folder / STATS_FILE
+        self.tasks = rollout_tasks(ctx, round_)
+        self.spec = ctx.recipe.rollout.model_copy(update={"sampling": seeded(ctx, ctx.recipe.rollout.sampling)})
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            "rollout": self.spec.model_dump(mode="json"),
+            "setup": self.ctx.setup_settings(),
+            "tasks": [t.id for t in self.tasks],
+        }
+
+    def inputs(self) -> dict[str, Input]:
+        return {"policy": self.policy}
+
+    def outputs(self) -> list[Path]:
+        return [self.trees, self.stats]
+
+    def done(self) -> bool:
+        return self.stats.is_file()  # written when the search ends, also after a crash or Ctrl-C
+
+    def run(self) -> None:
+        spec = self.spec
+        built = self.ctx.components(spec.split, str(self.policy), spec.sampling)
+        config = RolloutConfig(search=spec.search, concurrency=spec.concurrency)
+        try:
+            stats = built.run(
+                run_rollouts(
+                    self.tasks, built.env, built.agent, built.user, self.folder, config, progress=self.ctx.progress
+                )
+            )
+        finally:
+            built.close(cancel=False)  # its backends are done
+        self.ctx.log(
+            f"  {stats.tasks} trees, {stats.success} reached 100%, mean reward {stats.mean_reward:.3f}, "
+            f"{stats.llm_calls} LLM calls, {stats.session_wall_s:.0f} s"
+        )

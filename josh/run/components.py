@@ -1,0 +1,148 @@
+"""Build the environment, LLMs, agent and user simulator of a run from its ``RunSpec`` (the CLI and recipes use this).
+
+LLMs are built only for the components whose registry entry needs one (the scripted agents and the rule-based
+users run without a model). Every name, option and backend setting is checked against the registries before
+anything loads, and an HTTP backend is asked once whether it can be reached, so a typo or a server that is down
+stops the run at once with one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import Field
+
+from josh.agents import AGENTS, Agent
+from josh.envs import ENVIRONMENTS, build_env
+from josh.envs.base import Env
+from josh.llm.base import LLM, Sampling, aclose_all
+from josh.llm.config import LLMConfig
+from josh.run.spec import RunSpec
+from josh.types import Task
+from josh.users import USERS, UserSimulator
+from josh.util.runinfo import RunInfo, run_info
+
+T = TypeVar("T")
+
+
+class ComponentOptions(RunSpec):
+    """A run spec plus what one stage takes from it: the task split (its first ``limit`` tasks) and the sampling."""
+
+    split: str = "test"
+    limit: int | None = Field(None, ge=1)
+    agent_sampling: Sampling | None = None
+    user_sampling: Sampling | None = None
+
+    def run_info(self, **extra: Any) -> RunInfo:
+        """The provenance record of a run built from these options (``extra``: e.g. ``recipe``)."""
+        needs_agent_llm, needs_user_llm = AGENTS.get(self.agent).needs_model, USERS.get(self.user).needs_model
+        return run_info(
+            env=self.env, data=self.data, split=self.split, agent=self.agent,
+            backend=self.backend if needs_agent_llm else None,
+            model=self.model if needs_agent_llm else None, user=self.user,
+            user_backend=(self.user_backend or self.backend) if needs_user_llm else None,
+            user_model=(self.user_model or self.model) if needs_user_llm else None, **extra,
+        )  # fmt: skip
+
+
+@dataclass
+class Components:
+    """A built run: the env, the tasks of the chosen split, the agent, the user and the LLMs in use."""
+
+    env: Env
+    tasks: list[Task]
+    agent: Agent
+    user: UserSimulator
+    llms: list[LLM]
+
+    def cost(self) -> float:
+        return sum(llm.usage.cost for llm in self.llms)
+
+    def run(self, work: Coroutine[Any, Any, T]) -> T:
+        """``asyncio.run(work)``; the backends' async HTTP connections are closed in that loop before it ends."""
+
+        async def session() -> T:
+            try:
+                return await work
+            finally:
+                await aclose_all(self.llms)
+
+        return asyncio.run(session())
+
+    def close(self, *, cancel: bool = True) -> None:
+        """Stop the local backends' worker threads (with ``cancel``, queued requests fail and a generation stops at its
+        next token); called when a run ends or is interrupted."""
+        for llm in self.llms:
+            llm.close(cancel=cancel)
+
+
+LLMKey = tuple[str, str | None, str | None]
+
+
+def check_names(options: ComponentOptions) -> None:
+    """Raise ``ValueError`` for an unknown environment, agent or user, an agent or user that does not run on the
+    environment, or an option it does not take (before anything is loaded)."""
+    ENVIRONMENTS.get(options.env)
+    AGENTS.check(options.agent, env=options.env, options=options.agent_options)
+    USERS.check(options.user, env=options.env, options=options.user_options)
+
+
+def _llm_keys(options: ComponentOptions) -> tuple[LLMKey | None, LLMKey | None]:
+    """(backend, model, base URL) of the agent's and the user's LLM; None for a component that needs none."""
+    agent = (options.backend, options.model, options.base_url) if AGENTS.get(options.agent).needs_model else None
+    user = None
+    if USERS.get(options.user).needs_model:
+        shared = options.user_backend is None and options.user_model is None
+        url = options.user_base_url or (options.base_url if shared else None)
+        user = (options.user_backend or options.backend, options.user_model or options.model, url)
+    for key in (agent, user):
+        if key is not None and key[2] and key[0] != "openai":
+            raise ValueError(f"--base-url {key[2]} only applies to the openai backend, not {key[0]!r}")
+    return agent, user
+
+
+def preflight(options: ComponentOptions, *, check_connection: bool = True) -> dict[LLMKey, LLMConfig]:
+    """Check every name and backend setting (``ValueError``) and that HTTP backends answer (``LLMError``), without
+    loading a model; returns the LLM configs the run needs, keyed by (backend, model, base URL)."""
+    from josh.llm.factory import build_llm, check_buildable, llm_config
+    from josh.llm.health import check_connections
+
+    check_names(options)
+    agent_key, user_key = _llm_keys(options)
+    configs: dict[LLMKey, LLMConfig] = {}
+    for key in (agent_key, user_key):
+        if key is not None and key not in configs:
+            settings = options.llm_options if key == agent_key else {}
+            configs[key] = llm_config(key[0], key[1], **settings, **({"base_url": key[2]} if key[2] else {}))
+            check_buildable(configs[key])
+    if check_connection:
+        check_connections(build_llm(config) for config in configs.values() if config.backend == "openai")
+    return configs
+
+
+def build_components(options: ComponentOptions, *, check_connection: bool = True) -> Components:
+    """Build everything ``options`` names, after ``preflight`` (so a bad name, a bad setting or an unreachable HTTP
+    backend stops the run before any model loads)."""
+    from josh.agents import make_agent
+    from josh.llm.factory import build_llm
+    from josh.users import make_user
+
+    configs = preflight(options, check_connection=check_connection)
+    agent_key, user_key = _llm_keys(options)
+    env = build_env(options.env, options.data)
+    tasks = env.tasks(options.split)[: options.limit]
+    llms: dict[LLMKey, LLM] = {key: build_llm(config) for key, config in configs.items()}
+    agent_llm = llms[agent_key] if agent_key else None
+    user_llm = llms[user_key] if user_key else None
+    agent_opts = dict(options.agent_options)
+    if options.agent_sampling and agent_llm:
+        agent_opts["sampling"] = options.agent_sampling
+    user_opts = dict(options.user_options)
+    if options.user_sampling and user_llm:
+        user_opts["sampling"] = options.user_sampling
+    agent = make_agent(options.agent, env, agent_llm, **agent_opts)
+    user_sim = make_user(options.user, user_llm, **user_opts)
+    return Components(env=env, tasks=tasks, agent=agent, user=user_sim, llms=list(llms.values()))

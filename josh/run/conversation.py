@@ -1,0 +1,125 @@
+"""One conversation between an agent and a user simulator inside an environment, without search."""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from pydantic import Field
+
+from josh.agents.base import Agent, AgentTurn
+from josh.envs.base import ConversationState, Env
+from josh.eval.diagnostics import Diagnosis, diagnose_conversation
+from josh.llm.base import Spent
+from josh.run.step import agent_step, spoken, user_step
+from josh.types import ErrorCategory, Message, Task, user
+from josh.users.base import UserSimulator, UserTurn
+
+EndReason = Literal["user_done", "max_turns", "terminated", "agent_error", "user_error"]
+
+
+class ConversationRecord(Spent):
+    """Everything one finished conversation produced; one line of ``results.jsonl``."""
+
+    task_id: str
+    trial: int = 0
+    reward: float
+    goal_reward: float
+    success: bool
+    n_goals: int
+    completed_goals: list[int] = Field(default_factory=list)
+    end_reason: EndReason
+    turns: int = 0
+    messages: list[Message] = Field(default_factory=list)
+    transcript: list[Message] = Field(default_factory=list)
+    errors: list[ErrorCategory] = Field(default_factory=list)
+    tool_errors: list[ErrorCategory] = Field(default_factory=list)
+    calls: int = 0
+    wall_s: float = 0.0
+    error: str | None = None
+    diagnosis: Diagnosis | None = None
+
+
+class _Tally:
+    """Running LLM accounting over agent and user turns."""
+
+    def __init__(self) -> None:
+        self.llm_calls = self.prompt_tokens = self.completion_tokens = 0
+
+    def add(self, turn: AgentTurn | UserTurn) -> None:
+        self.llm_calls += turn.llm_calls
+        self.prompt_tokens += turn.prompt_tokens
+        self.completion_tokens += turn.completion_tokens
+
+
+async def run_conversation(
+    env: Env, task: Task, agent: Agent, user_sim: UserSimulator, *, max_turns: int = 15, trial: int = 0
+) -> ConversationRecord:
+    """Alternate user and agent turns until the user ends, the env terminates, or ``max_turns`` agent turns.
+
+    Failures never escape (``josh.run.step``): a failing agent ends the conversation as ``agent_error``, a failing user
+    simulator as ``user_error`` with ``ErrorCategory.USER_ERROR``, and the reward is scored on the state reached so
+    far.
+    """
+    start = time.perf_counter()
+    state: ConversationState = env.reset(task)
+    history: list[Message] = []
+    transcript: list[Message] = []
+    errors: list[ErrorCategory] = []
+    tally = _Tally()
+    turns = 0
+    error: str | None = None
+    end: EndReason = "max_turns"
+    while True:
+        answer = await user_step(user_sim, task, transcript)
+        tally.add(answer.said)
+        errors.extend(answer.errors)
+        if answer.failure:
+            error, end = answer.failure, "user_error"
+            break
+        if answer.said.text:
+            history.append(user(answer.said.text))
+            transcript.append(user(answer.said.text))
+        if answer.said.done or turns >= max_turns:
+            end = "user_done" if answer.said.done else "max_turns"
+            break
+        step = await agent_step(agent, history, state)
+        if step.failure:
+            error, end = step.failure, "agent_error"
+            errors.extend(step.errors)
+            break
+        turn = step.turns[0]
+        turns += 1
+        tally.add(turn)
+        state = turn.state
+        history.extend(turn.messages)
+        errors.extend(turn.errors)
+        transcript.extend(spoken(turn))
+        if state.terminated:
+            end = "terminated"
+            break
+    reward = env.reward(state, history)
+    return ConversationRecord(
+        task_id=task.id,
+        trial=trial,
+        reward=reward,
+        goal_reward=state.goal_reward,
+        success=abs(reward - 1.0) < 1e-6,
+        n_goals=len(task.goals),
+        completed_goals=sorted(state.completed),
+        end_reason=end,
+        turns=turns,
+        messages=history,
+        transcript=transcript,
+        errors=errors,
+        tool_errors=[r.error for r in state.log if r.error is not None],
+        calls=len(state.log),
+        llm_calls=tally.llm_calls,
+        prompt_tokens=tally.prompt_tokens,
+        completion_tokens=tally.completion_tokens,
+        wall_s=time.perf_counter() - start,
+        error=error,
+        diagnosis=diagnose_conversation(
+            env, task.goals, state.log, [m.content or "" for m in transcript if m.role == "assistant"]
+        ),
+    )

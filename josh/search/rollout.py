@@ -1,0 +1,313 @@
+"""The rollout runner: JOSH search over many tasks at once, streamed to ``<out>/trees.jsonl``, resumable.
+
+Up to ``concurrency`` tasks are searched at the same time, and inside each task every live leaf's request is in
+flight together, so the backend sees all of them at once. Every finished task is appended to ``trees.jsonl`` as
+one line and flushed to disk. Restarting the same command skips the task ids already in the file (a torn last
+line left by a crash is cut off first); a task is never written twice. ``stats.json`` (per-task and total LLM
+calls, turns cut short by LLM errors, tokens, wall time, reward, nodes, and what produced the run) is rewritten from
+the whole file when the run ends, also after a crash, Ctrl-C or SIGTERM; its ``wall_s`` adds up the sessions of the run
+(a session killed outright leaves no time to add).
+The runner takes constructed objects; ``rollout_from_options`` builds them from command-line options.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from josh.agents.base import Agent
+from josh.envs.base import Env
+from josh.llm.base import Spent
+from josh.run.components import ComponentOptions, build_components
+from josh.search.algorithm import SearchConfig, search
+from josh.search.tree import Tree
+from josh.types import Task
+from josh.users.base import UserSimulator
+from josh.util.interrupt import terminate_like_interrupt
+from josh.util.jsonl import JsonlWriter, iter_jsonl
+from josh.util.progress import stage_progress
+from josh.util.runinfo import RunInfo
+
+TREES_FILE = "trees.jsonl"
+STATS_FILE = "stats.json"
+
+
+class RolloutConfig(BaseModel):
+    """How the run is searched and scheduled."""
+
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    concurrency: int = Field(16, ge=1, description="tasks searched at the same time")
+
+
+class TaskStats(Spent):
+    """One task's line of ``stats.json``."""
+
+    reward: float = 0.0
+    max_reward: float = 0.0
+    success: bool = False
+    wall_s: float = 0.0
+    nodes: int = 0
+    errors: int = Field(0, description="dead nodes: the agent or user failed on that turn")
+    llm_errors: int = Field(0, description="turns cut short by an LLM request that failed after its retries")
+    error: str | None = None
+
+
+class RunStats(Spent):
+    """``stats.json``: totals over every task in ``trees.jsonl`` and the per-task lines."""
+
+    tasks: int = 0
+    success: int = 0
+    mean_reward: float = 0.0
+    nodes: int = 0
+    errors: int = Field(0, description="dead nodes over all trees (agent or user failures)")
+    llm_errors: int = Field(0, description="turns cut short by a failed LLM request, over all trees")
+    failed_tasks: int = Field(0, description="tasks that could not be searched at all")
+    summed_task_s: float = Field(0.0, description="search seconds summed over tasks (tasks run concurrently)")
+    session_wall_s: float = Field(0.0, description="wall-clock seconds of this session of the command only")
+    wall_s: float = Field(0.0, description="wall time of every session of the run so far, this one included")
+    skipped_finished: int = Field(0, description="tasks found already finished in trees.jsonl and skipped")
+    run: RunInfo | None = None
+    per_task: dict[str, TaskStats] = Field(default_factory=dict)
+
+
+def finished_ids(trees_path: Path) -> set[str]:
+    """Task ids already in ``trees_path``; a torn last line is cut off so appends start on a clean line."""
+    return {str(rec["task_id"]) for rec in iter_jsonl(trees_path, repair=True) if "task_id" in rec}
+
+
+def summarize(trees_path: Path) -> RunStats:
+    """Statistics of every tree in the file (read line by line; trees are never all held in memory)."""
+    stats = RunStats()
+    for rec in iter_jsonl(trees_path):
+        s = rec.get("stats") or {}
+        task = TaskStats(
+            reward=rec.get("reward", 0.0),
+            max_reward=rec.get("max_reward", 0.0),
+            success=bool(rec.get("success")),
+            error=rec.get("error"),
+            llm_errors=sum(str(e) == "llm_error" for n in rec.get("nodes") or [] for e in n.get("errors") or []),
+            **{k: s.get(k, 0) for k in (*Spent.model_fields, "wall_s", "nodes", "errors")},
+        )
+        stats.per_task[str(rec.get("task_id"))] = task
+    tasks = list(stats.per_task.values())
+    stats.tasks = len(tasks)
+    stats.success = sum(t.success for t in tasks)
+    stats.mean_reward = round(sum(t.reward for t in tasks) / len(tasks), 4) if tasks else 0.0
+    for key in (*Spent.model_fields, "nodes", "errors", "llm_errors"):
+        setattr(stats, key, sum(getattr(t, key) for t in tasks))
+    stats.failed_tasks = sum(1 for t in tasks if t.error)
+    stats.summed_task_s = round(sum(t.wall_s for t in tasks), 3)
+    return stats
+
+
+def earlier_wall_s(out: Path) -> float:
+    """The wall time the run's earlier sessions recorded in ``out/stats.json`` (0 when there is none to read)."""
+    try:
+        data = json.loads((out / STATS_FILE).read_text(encoding="utf-8"))
+        earlier = data.get("wall_s") or data.get("session_wall_s", 0.0)
+    except (OSError, ValueError, AttributeError):
+        return 0.0
+    return float(earlier) if isinstance(earlier, int | float) and earlier >= 0 else 0.0
+
+
+def write_stats(out: Path, start: float, skipped: int, earlier_s: float = 0.0, run: RunInfo | None = None) -> RunStats:
+    """Summarise ``out/trees.jsonl`` into ``out/stats.json`` for a session that began at ``start`` (perf_counter),
+    after earlier sessions that took ``earlier_s`` seconds; ``run`` says what produced the run."""
+    stats = summarize(out / TREES_FILE)
+    stats.session_wall_s = round(time.perf_counter() - start, 3)
+    stats.wall_s = round(earlier_s + stats.session_wall_s, 3)
+    stats.skipped_finished = skipped
+    stats.run = run
+    (out / STATS_FILE).write_text(json.dumps(stats.model_dump(), indent=2) + "\n", encoding="utf-8")
+    return stats
+
+
+class _Display:
+    """A rich progress bar with running goal, call and token counts (or nothing when disabled)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.goals = self.goal_total = self.calls = self.tokens = 0
+        self.progress = stage_progress(
+            TextColumn("[bold]rollout"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("goals {task.fields[goals]}  LLM calls {task.fields[calls]}  tokens {task.fields[tokens]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            enabled=enabled,
+        )
+        self.task_id = self.progress.add_task("rollout", total=total, goals="0/0", calls=0, tokens=0)
+
+    def add(self, tree: Tree) -> None:
+        self.goals += round(tree.reward * tree.n_goals)
+        self.goal_total += tree.n_goals
+        self.calls += tree.stats.llm_calls
+        self.tokens += tree.stats.prompt_tokens + tree.stats.completion_tokens
+        self.progress.update(
+            self.task_id,
+            advance=1,
+            goals=f"{self.goals}/{self.goal_total}",
+            calls=self.calls,
+            tokens=self.tokens,
+        )
+
+
+async def search_task(task: Task, env: Env, agent: Agent, user_sim: UserSimulator, config: SearchConfig) -> Tree:
+    """Search one task; a failure outside the agent and user (a bug) is recorded as a failed task."""
+    start = time.perf_counter()
+    try:
+        return await search(task, env, agent, user_sim, config)
+    except Exception as exc:  # one broken task must not stop a long run
+        tree = Tree(task_id=task.id, goals=list(task.goals), n_goals=len(task.goals), config=config.model_dump())
+        tree.error = f"search failed: {type(exc).__name__}: {exc}"
+        tree.stats.wall_s = round(time.perf_counter() - start, 4)
+        return tree
+
+
+class RolloutSession:
+    """One session of a rollout run, whoever searches the tasks (this process, or Ray actors in
+    ``josh.search.distributed``): the tasks still to search (``todo``: not in ``trees.jsonl`` yet, duplicates once), the
+    progress bar, each finished tree appended to ``trees.jsonl`` (``record``, inside ``recording()``) and
+    ``stats.json`` over the whole file (``finish``), with the wall time of the earlier sessions added."""
+
+    def __init__(
+        self,
+        tasks: Iterable[Task],
+        out_dir: str | Path,
+        *,
+        progress: bool = True,
+        on_tree: Callable[[Tree], Any] | None = None,
+        run: RunInfo | None = None,
+    ) -> None:
+        self.out = Path(out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        tasks = list(tasks)
+        done = finished_ids(self.out / TREES_FILE)
+        self.todo = _pending(tasks, done)
+        self.skipped = len({t.id for t in tasks} & done)
+        self.earlier_s = earlier_wall_s(self.out) if done else 0.0
+        self.start = time.perf_counter()
+        self.on_tree, self.run = on_tree, run
+        self.display = _Display(len(self.todo), progress)
+        self.console = self.display.progress.console
+        self._writer: JsonlWriter | None = None
+
+    @contextmanager
+    def recording(self) -> Iterator[None]:
+        """``trees.jsonl`` open for ``record`` and the progress bar shown."""
+        with JsonlWriter(self.out / TREES_FILE) as writer, self.display.progress:
+            self._writer = writer
+            try:
+                yield
+            finally:
+                self._writer = None
+
+    def record(self, tree: Tree, line: str | None = None) -> None:
+        """Append a finished tree (``line``: its JSON as it arrived, when it came as text) and show it."""
+        if self._writer is None:
+            raise RuntimeError("record() needs the session's recording() to be open")
+        self._writer.write(tree if line is None else line)
+        self.display.add(tree)
+        if self.on_tree is not None:
+            self.on_tree(tree)
+
+    def finish(self) -> RunStats:
+        """Write ``stats.json`` over every tree of the run (call it however the session ended)."""
+        return write_stats(self.out, self.start, self.skipped, self.earlier_s, self.run)
+
+
+def _pending(tasks: Iterable[Task], done: set[str]) -> list[Task]:
+    seen: set[str] = set(done)
+    out = []
+    for task in tasks:
+        if task.id not in seen:
+            seen.add(task.id)
+            out.append(task)
+    return out
+
+
+async def run_rollouts(
+    tasks: Iterable[Task],
+    env: Env,
+    agent: Agent,
+    user_sim: UserSimulator,
+    out_dir: str | Path,
+    config: RolloutConfig | None = None,
+    *,
+    progress: bool = True,
+    on_tree: Callable[[Tree], Any] | None = None,
+    guard: Callable[[], None] | None = None,
+    run: RunInfo | None = None,
+) -> RunStats:
+    """Search every task not yet in ``out_dir/trees.jsonl`` and append its tree; returns the run's statistics.
+
+    Duplicate task ids are searched once. ``on_tree`` is called after each tree is written; ``guard`` before, and
+    may raise to stop the run (see ``josh.llm.health``); ``run`` goes into ``stats.json``."""
+    config = config or RolloutConfig()
+    tasks = list(tasks)
+    if not tasks:
+        raise ValueError("no tasks to search: the task list is empty")
+    session = RolloutSession(tasks, out_dir, progress=progress, on_tree=on_tree, run=run)
+    limit = asyncio.Semaphore(config.concurrency)
+
+    async def one(task: Task) -> None:
+        async with limit:
+            tree = await search_task(task, env, agent, user_sim, config.search)
+        if guard is not None:
+            guard()
+        session.record(tree)
+
+    with terminate_like_interrupt():
+        try:
+            with session.recording():
+                jobs = [asyncio.ensure_future(one(task)) for task in session.todo]
+                try:
+                    await asyncio.gather(*jobs)
+                finally:
+                    for job in jobs:
+                        job.cancel()
+                    await asyncio.gather(*jobs, return_exceptions=True)
+        finally:
+            stats = session.finish()
+    return stats
+
+
+class RolloutOptions(BaseModel):
+    """What ``josh rollout`` builds the run from: the components (train split by default) and the search."""
+
+    out: Path
+    components: ComponentOptions = Field(default_factory=lambda: ComponentOptions(split="train"))
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+
+
+def rollout_from_options(options: RolloutOptions, *, progress: bool = True) -> RunStats:
+    """Build env, LLM(s), agent and user from ``options`` and run the rollouts to the end; a backend that fails
+    every request stops the run (``BackendDownError``)."""
+    from josh.llm.health import stop_if_failing
+
+    built = build_components(options.components)
+    try:
+        return built.run(
+            run_rollouts(
+                built.tasks,
+                built.env,
+                built.agent,
+                built.user,
+                options.out,
+                options.rollout,
+                progress=progress,
+                guard=lambda: stop_if_failing(built.llms),
+                run=options.components.run_info(),
+            )  # fmt: skip
+        )
+    finally:
+        built.close()

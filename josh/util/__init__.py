@@ -1,0 +1,1 @@
+"""Small pieces every layer uses: crash-safe files, JSON lines, progress, quiet logs, interrupts, run info."""

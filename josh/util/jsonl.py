@@ -1,0 +1,158 @@
+"""Append-only JSON-lines files that survive a crash: one record per line, flushed as it is written."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
+
+from josh.util.storable import clean_text, is_clean, to_storable
+
+
+class CorruptLineError(ValueError):
+    """A line in the middle of a JSONL file is not valid JSON, or not the record the file holds."""
+
+
+M = TypeVar("M", bound=BaseModel)
+OnSkip = Callable[[int, str], None]
+
+
+def brief(exc: ValidationError) -> str:
+    """A pydantic error in one line: the first problem with its field, and how many more there are."""
+    errors = exc.errors(include_url=False, include_input=False)
+    if not errors:
+        return "invalid"
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"])
+    text = f"{where}: {first['msg']}" if where else str(first["msg"])
+    more = len(errors) - 1
+    return text + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
+
+
+def iter_numbered(
+    path: str | Path, *, repair: bool = False, skip_bad: bool = False, on_skip: OnSkip | None = None
+) -> Iterator[tuple[int, Any]]:
+    """(line number, value) for each JSON line of ``path``, read as a stream. A bad last line (a crash mid-write)
+    is skipped, and with ``repair=True`` cut off the file so appends start clean. A bad line anywhere else raises
+    ``CorruptLineError`` naming the file and line, unless ``skip_bad``. ``on_skip(line, reason)`` hears of every
+    line skipped."""
+    path = Path(path)
+    if not path.exists():
+        return
+    pending: tuple[int, int, str] | None = None  # a bad line not yet known to be the last: number, offset, reason
+    offset = 0
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, 1):
+            start, offset = offset, offset + len(raw)
+            if not raw.strip():
+                continue
+            if pending is not None:
+                _bad_line(path, *pending, skip_bad, on_skip)
+            try:
+                value = json.loads(raw)
+            except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, nesting past the limit
+                pending = (number, start, _json_reason(exc))
+                continue
+            pending = None
+            yield number, value
+    if pending is not None:
+        if on_skip is not None:
+            on_skip(pending[0], f"{pending[2]} (the last line: a write cut short)")
+        if repair:
+            with path.open("r+b") as f:
+                f.truncate(pending[1])
+
+
+def _bad_line(path: Path, number: int, offset: int, reason: str, skip: bool, on_skip: OnSkip | None) -> None:
+    if not skip:
+        raise CorruptLineError(f"{path}: line {number} {reason}")
+    if on_skip is not None:
+        on_skip(number, reason)
+
+
+def _json_reason(exc: ValueError | RecursionError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"is not valid JSON ({exc.msg} at column {exc.colno})"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"is not UTF-8 text (byte {exc.start})"
+    return "is nested too deeply" if isinstance(exc, RecursionError) else f"is not valid JSON ({exc})"
+
+
+def iter_jsonl(path: str | Path, *, repair: bool = False) -> Iterator[dict[str, Any]]:
+    """The values of ``path``'s lines (see ``iter_numbered``; a bad line before the last raises)."""
+    for _, value in iter_numbered(path, repair=repair):
+        yield value
+
+
+def read_models(
+    path: str | Path,
+    model: type[M],
+    what: str,
+    *,
+    repair: bool = False,
+    skip_bad: bool = False,
+    on_skip: OnSkip | None = None,
+) -> Iterator[M]:
+    """Each line of ``path`` as a ``model`` (``what`` names it in errors: "path: line 3 is not a tree: ..."); bad
+    lines are handled as in ``iter_numbered``, lines that are JSON but not a ``model`` too."""
+    for number, value in iter_numbered(path, repair=repair, skip_bad=skip_bad, on_skip=on_skip):
+        try:
+            yield model.model_validate(value)
+        except ValidationError as exc:
+            reason = f"is not {what}: {brief(exc)}"
+            if not skip_bad:
+                raise CorruptLineError(f"{path}: line {number} {reason}") from None
+            if on_skip is not None:
+                on_skip(number, reason)
+
+
+def json_line(record: BaseModel | dict[str, Any] | str) -> tuple[str, bool]:
+    """One JSON line for ``record`` and whether it had to be repaired first (see ``josh.util.storable.to_storable``).
+
+    A string is taken as JSON text already: lone surrogates are replaced and line breaks (only white space in
+    valid JSON) become spaces."""
+    if isinstance(record, str):
+        line = clean_text(record).replace("\n", " ")
+        return line, line != record
+    try:
+        if isinstance(record, BaseModel):
+            return record.model_dump_json(), False
+        line = json.dumps(record, ensure_ascii=False, allow_nan=False)
+        if is_clean(line):
+            return line, False
+    except (ValueError, RecursionError, PydanticSerializationError):  # UnicodeEncodeError is a ValueError
+        pass
+    return json.dumps(to_storable(record), ensure_ascii=False), True
+
+
+class JsonlWriter:
+    """Appends one JSON object per line and flushes it to disk immediately. A record that cannot be serialised
+    as it is (text with lone surrogates, nesting past the serialiser's limit) is repaired, never dropped;
+    ``repaired`` counts those."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] = self.path.open("a", encoding="utf-8")
+        self.repaired = 0
+
+    def write(self, record: BaseModel | dict[str, Any] | str) -> None:
+        line, repaired = json_line(record)
+        self.repaired += repaired
+        self._file.write(line + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

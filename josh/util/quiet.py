@@ -1,0 +1,90 @@
+"""Keep the terminal for stage lines, progress bars and tables: library noise goes to a log file.
+
+Inside ``noise_to(path)`` everything written to ``sys.stderr`` is appended to ``path`` instead: library warnings
+(``FutureWarning``, the ``pin_memory`` notice), logging records (transformers, TRL, Ray's token notice, josh's own
+warnings) and the progress bars of datasets, transformers and huggingface_hub. josh's own progress (rich bars on
+stdout, ``terminal()`` for the trainer's bar) still reaches the terminal. ``sys.stderr`` is replaced once by a
+router that forwards to the real stream outside such blocks, so a logging handler created inside a block (e.g.
+Ray's, at ``import ray``) keeps working after it. Blocks nest; with ``josh --verbose`` nothing is redirected.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import IO, Any
+
+
+class _Router(io.TextIOBase):
+    """A stand-in for ``sys.stderr`` that writes to the innermost log file, or to the real stream."""
+
+    def __init__(self, real: IO[str]) -> None:
+        self.real = real
+        self.targets: list[IO[str]] = []
+
+    @property
+    def target(self) -> IO[str]:
+        return self.targets[-1] if self.targets else self.real
+
+    def write(self, text: str) -> int:
+        try:
+            return self.target.write(text)
+        except ValueError:  # a closed stream (e.g. a test runner's capture): drop rather than fail the caller
+            return 0
+
+    def flush(self) -> None:
+        with suppress(ValueError):
+            self.target.flush()
+
+    def isatty(self) -> bool:
+        return not self.targets and self.real.isatty()
+
+    def fileno(self) -> int:
+        return self.real.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.real, "encoding", "utf-8")
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self.real, "errors", None)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def _router() -> _Router:
+    if not isinstance(sys.stderr, _Router):
+        sys.stderr = _Router(sys.stderr)
+    return sys.stderr
+
+
+def terminal() -> IO[str]:
+    """The real standard error stream, also inside ``noise_to`` (for josh's own progress output)."""
+    return sys.stderr.real if isinstance(sys.stderr, _Router) else sys.stderr
+
+
+@contextmanager
+def noise_to(path: str | Path | None) -> Iterator[Path | None]:
+    """Append everything written to standard error inside the block to ``path`` (None, or ``josh --verbose``:
+    leave it on the terminal). Yields the log file's path."""
+    from josh.cli.errors import verbose
+
+    if path is None or verbose():
+        yield None
+        return
+    log = Path(path)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    router = _router()
+    with log.open("a", encoding="utf-8", buffering=1) as handle:
+        handle.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(sys.argv[1:])}\n")
+        router.targets.append(handle)
+        try:
+            yield log
+        finally:
+            router.targets.remove(handle)
