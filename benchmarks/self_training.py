@@ -20,8 +20,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from josh.loop.pooling import increment_line, pooled_headline
 from josh.loop.render import headline_text
-from josh.loop.seeds import increment_line, pooled_headline, seed_reports
+from josh.loop.seeds import seed_reports
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,8 @@ from josh.cli.main import app
 from josh.cli.view import render_tree
 from josh.envs.airline import AirlineEnv
 from josh.envs.taubench.user import TauScriptedUser
-from josh.eval.diagnostics import (
+from josh.eval.evaluate import evaluate
+from josh.run.diagnostics import (
     ArgumentIssue,
     CallClass,
     Diagnosis,
@@ -25,7 +26,6 @@ from josh.eval.diagnostics import (
     print_diagnostics,
     summarize_diagnoses,
 )
-from josh.eval.evaluate import evaluate
 from josh.search.algorithm import SearchConfig, search
 from josh.types import CallRecord, ErrorCategory, Goal, ToolCall
 from tests.airline_data import write_airline

@@ -15,10 +15,11 @@ from typer.testing import CliRunner
 
 from josh.cli.main import app
 from josh.eval.metrics import bootstrap, summarize
+from josh.loop.pooling import SeedsReport, combine, increment_line, pooled_headline
 from josh.loop.render import fmt_interval, start_draws_text
 from josh.loop.report import START_DRAWS, LoopReport, ModelEntry, compare, load_loop_report, start_draws
 from josh.loop.result import RETRAIN
-from josh.loop.seeds import SeedsReport, combine, increment_line, pooled_headline, rebuild, run_seeds
+from josh.loop.seeds import rebuild, run_seeds
 from josh.loop.stages.manifest import read_manifest
 from josh.run.components import ComponentOptions, Components
 from tests.fakes import StubTrainer, builder, merger, recipe

@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import TextColumn
 
-from josh.cli import errors as cli_errors
+from josh.util import errors as cli_errors
 from josh.util.progress import LineProgress, stage_progress
 from josh.util.quiet import noise_to
 

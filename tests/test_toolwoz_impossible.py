@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from josh.agents.claims import claims, false_claims, refuses
 from josh.agents.replay import ReplayAgent
 from josh.cli.main import app
 from josh.envs.toolwoz.agenda import AgendaUser
@@ -21,7 +22,6 @@ from josh.envs.toolwoz.generator import matches
 from josh.envs.toolwoz.impossible import KINDS, generate_with_impossible, impossible_of, impossible_task
 from josh.envs.toolwoz.mini import make_db
 from josh.envs.toolwoz.task import details_of
-from josh.eval.claims import claims, false_claims, refuses
 from josh.eval.evaluate import evaluate
 from josh.types import CallRecord, ErrorCategory, Task, ToolCall, assistant
 

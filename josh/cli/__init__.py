@@ -4,7 +4,7 @@ from typing import Any
 
 
 def __getattr__(name: str) -> Any:
-    """``josh.cli:app`` (the console script) without importing the app for ``josh.cli.errors`` users."""
+    """``josh.cli:app`` (the console script) without importing the app for ``josh.util.errors`` users."""
     if name == "app":
         from josh.cli.main import app
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from josh.cli.errors import reported, reports_errors, set_verbose
 from josh.cli.options import MAX_TURNS, PROGRESS, RunCommand, key_values, option, run_options, split_option
+from josh.util.errors import reported, reports_errors, set_verbose
 
 if TYPE_CHECKING:
     from josh.run.components import ComponentOptions
@@ -112,8 +112,8 @@ def eval_(
 ) -> None:
     """Evaluate an agent (no search) on a split: average reward, 100% success, pass^k, error shares, cost."""
     from josh.eval.evaluate import evaluate, finished_count
+    from josh.eval.summary import print_summary
     from josh.llm.health import stop_if_failing
-    from josh.loop.render import print_summary
     from josh.run.components import build_components, preflight
     from josh.util.quiet import noise_to
 
@@ -146,7 +146,7 @@ def eval_(
             built.close()
     print_summary(summary, title=f"{spec.agent} on {spec.env}/{spec.data}:{spec.split} -> {out}")
     _print_errors(summary.error_counts, out)
-    from josh.eval.diagnostics import print_diagnostics
+    from josh.run.diagnostics import print_diagnostics
 
     print_diagnostics(summary.diagnostics)
 

@@ -137,7 +137,7 @@ def components_from(values: dict[str, Any], split: str = "test") -> ComponentOpt
 def run_options(split: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Replace a command's ``spec`` parameter by ``--split`` (default ``split``: the split the command usually runs
     on) and the run options; the command receives them as one ``ComponentOptions`` in ``spec``."""
-    from josh.cli.errors import reported
+    from josh.util.errors import reported
 
     options = {"split": (str, split_option(split)), **RUN_OPTIONS}
 

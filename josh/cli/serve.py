@@ -272,7 +272,7 @@ def serve(
     print_folder: bool = typer.Option(False, help="only prepare the model folder and print its path (for vllm serve)"),
 ) -> None:
     """Serve a model behind an OpenAI-compatible endpoint (transformers serve) for --backend openai."""
-    from josh.cli.errors import reported
+    from josh.util.errors import reported
 
     with reported():
         served = served_folder(model, tool_calls=tool_calls, folder=folder)

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from josh.agents import protocol_named, protocols
 from josh.agents.protocol import AgentProtocol, Step
-from josh.eval.diagnostics import CLASS_LABELS, CallVerdict
+from josh.run.diagnostics import CLASS_LABELS, CallVerdict
 from josh.search.tree import Node, Tree
 from josh.types import Goal, Message
 from josh.util.atomic import write_atomic

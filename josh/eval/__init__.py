@@ -1,1 +1,1 @@
-"""Evaluation: the runner, metrics, per-call diagnostics, claims, paired comparison and the agent x user matrix."""
+"""Evaluation: the runner, metrics, the summary table, paired comparison and the agent x user-simulator matrix."""

@@ -20,10 +20,42 @@ from rich.table import Table
 
 from josh.eval.evaluate import RESULTS, SUMMARY
 from josh.eval.metrics import Interval, bootstrap, paired_difference
-from josh.loop.report import ComparisonEntry, task_rewards
+from josh.util.jsonl import iter_jsonl
 
 LABEL = re.compile(r"[A-Za-z0-9_.+-]+")
 SETTINGS = ("env", "data", "split", "user")
+
+
+class ComparisonEntry(BaseModel):
+    """``model`` minus ``baseline`` in average reward, paired over the tasks both were evaluated on."""
+
+    model: str
+    baseline: str
+    role: str
+    difference: float
+    low: float
+    high: float
+    tasks: int
+    better: int
+    worse: int
+
+    @property
+    def interval(self) -> Interval:
+        return Interval(mean=self.difference, low=self.low, high=self.high)
+
+    @property
+    def above_zero(self) -> bool:
+        return self.low > 0
+
+
+def task_rewards(path: Path) -> dict[str, list[float]]:
+    """Rewards per task id from an evaluation folder's ``results.jsonl`` (or such a file itself)."""
+    file = path if path.is_file() else path / RESULTS
+    rewards: dict[str, list[float]] = {}
+    if file.is_file():
+        for record in iter_jsonl(file):
+            rewards.setdefault(str(record["task_id"]), []).append(float(record["reward"]))
+    return rewards
 
 
 class CompareError(ValueError):

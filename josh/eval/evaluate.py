@@ -20,12 +20,12 @@ from josh.agents.base import Agent
 from josh.envs.base import Env
 from josh.eval.metrics import Summary, summarize
 from josh.run.conversation import ConversationRecord, run_conversation
+from josh.run.info import RunInfo
 from josh.types import Task
 from josh.users.base import UserSimulator
 from josh.util.interrupt import terminate_like_interrupt
 from josh.util.jsonl import JsonlWriter, read_models
 from josh.util.progress import stage_progress
-from josh.util.runinfo import RunInfo
 
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"

@@ -26,8 +26,8 @@ from josh.agents import AGENTS
 from josh.envs import build_env
 from josh.eval.evaluate import evaluate, load_results
 from josh.eval.metrics import Interval, PairedDifference, Summary, paired_difference
+from josh.eval.summary import fmt_interval
 from josh.llm.base import LLM, aclose_all
-from josh.loop.render import fmt_interval
 
 CONFIG_FILE = "matrix_config.json"
 

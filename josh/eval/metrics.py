@@ -9,10 +9,10 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel
 
-from josh.eval.diagnostics import DiagnosticsSummary, summarize_diagnoses
 from josh.run.conversation import ConversationRecord
+from josh.run.diagnostics import DiagnosticsSummary, summarize_diagnoses
+from josh.run.info import RunInfo
 from josh.types import ErrorCategory
-from josh.util.runinfo import RunInfo
 
 
 class Interval(BaseModel):

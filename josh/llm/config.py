@@ -10,10 +10,6 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-VLLM_INSTALL = (
-    "pip install 'josh[vllm]' -c constraints-gpu.txt on a CUDA machine, or make vllm-env for vLLM's CPU build"
-)
-
 
 class _Settings(BaseModel):
     """What every backend config has: its name and model; ``packages`` it needs installed."""

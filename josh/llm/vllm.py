@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from josh.llm.base import Backend, Completion, LLMError, Sampling, Usage
-from josh.llm.config import VLLM_INSTALL, VLLMConfig
+from josh.llm.config import VLLMConfig
 from josh.llm.models import adapter_base, is_adapter_dir, render_chat, resolve_model
 from josh.types import Message
+from josh.util.errors import VLLM_INSTALL
 
 INSTALL_HINT = f"the vllm backend needs vLLM: {VLLM_INSTALL}"
 CPU_KV_CACHE_GIB = 4.0  # VLLM_CPU_KVCACHE_SPACE when the user sets neither it nor kv_cache_gib

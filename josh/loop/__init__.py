@@ -1,1 +1,1 @@
-"""The self-training loop: recipe, runner, arms, result, report, rendering, costs, seeds, stages and the demo."""
+"""The self-training loop: recipe, runner, arms, result, report, rendering, costs, seeds and their pooling, stages."""

@@ -1,59 +1,19 @@
-"""Human-readable views: an evaluation summary as a terminal table, and a loop's ``report.json`` (``LoopReport``)
+"""Human-readable views of a loop: its ``report.json`` (``LoopReport``), or several seeds' (``SeedsReport``),
 as ``report.md`` with PNG plots and as terminal tables."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
-from josh.eval.diagnostics import markdown_section
-from josh.eval.metrics import Interval, Summary
-
-if TYPE_CHECKING:
-    from josh.loop.report import ComparisonEntry, HarvestEntry, LoopReport, ModelEntry
-    from josh.loop.seeds import SeedsReport
-
-
-def fmt_interval(iv: Interval, *, signed: bool = False) -> str:
-    """``mean [low, high]``; ``signed`` writes every number with its sign (for differences)."""
-    f = "+.3f" if signed else ".3f"
-    mean, low, high = (round(x, 3) + 0.0 for x in (iv.mean, iv.low, iv.high))  # + 0.0: no "-0.000"
-    return f"{mean:{f}} [{low:{f}}, {high:{f}}]"
-
-
-def summary_rows(summary: Summary) -> list[tuple[str, str]]:
-    """(metric, value) pairs in reading order."""
-    rows = [
-        ("conversations", f"{summary.conversations} ({summary.tasks} tasks x {summary.trials} trials)"),
-        ("average reward [95% CI]", fmt_interval(summary.average_reward)),
-        ("100% success [95% CI]", fmt_interval(summary.success_rate)),
-    ]
-    rows += [(f"pass^{k}", f"{v:.3f}") for k, v in summary.pass_k.items()]
-    rows += [
-        ("conversations with malformed output", f"{summary.malformed_share:.1%}"),
-        ("conversations with bad API use", f"{summary.bad_api_use_share:.1%}"),
-        ("LLM calls", f"{summary.llm_calls:,}"),
-        ("tokens (prompt + completion)", f"{summary.prompt_tokens:,} + {summary.completion_tokens:,}"),
-        ("cost (USD)", f"{summary.cost:.4f}"),
-        ("wall time", f"{summary.wall_s:.1f} s"),
-    ]
-    if summary.end_reasons:
-        rows.append(("endings", ", ".join(f"{k} {v}" for k, v in sorted(summary.end_reasons.items()))))
-    return rows
-
-
-def print_summary(summary: Summary, *, title: str = "evaluation", console: Console | None = None) -> None:
-    """A two-column table of the summary on the terminal."""
-    table = Table(title=title, show_header=False)
-    table.add_column("metric", style="bold")
-    table.add_column("value")
-    for name, value in summary_rows(summary):
-        table.add_row(name, value)
-    (console or Console()).print(table)
-
+from josh.eval.compare import ComparisonEntry
+from josh.eval.metrics import Interval
+from josh.eval.summary import fmt_interval
+from josh.loop.pooling import SeedsReport, increment_line
+from josh.loop.report import REPORT_JSON, START_DRAWS, HarvestEntry, LoopReport, ModelEntry, headline_text
+from josh.run.diagnostics import markdown_section
 
 TERMINAL_HIDDEN = {"searched with", "used (trimmed)", "search wall"}  # columns only report.md shows
 
@@ -72,25 +32,8 @@ def _print_table(console: Console, title: str, header: list[str], rows: list[lis
     console.print(table)
 
 
-def headline_text(report: LoopReport) -> str:
-    """One line: JOSH's own increment over the policy that ran the first search, or why there is none."""
-    c = report.headline
-    if c is not None:
-        return (
-            f"JOSH increment ({c.model} minus {c.baseline}, the policy that ran the first search): "
-            f"{fmt_interval(c.interval, signed=True)} average reward over {c.tasks} tasks "
-            f"({c.better} better, {c.worse} worse)"
-        )
-    if report.unfinished:
-        return f"JOSH increment: not yet measured (the loop stopped before {report.unfinished!r})"
-    reasons = [n.message for n in report.notes if n.arm == "JOSH"]
-    return f"JOSH increment: none ({reasons[0] if reasons else 'no JOSH model was evaluated'})"
-
-
 def start_draws_text(report: LoopReport) -> str | None:
     """One line: the newest policy against the start's two training draws, when the loop trained control-retrain."""
-    from josh.loop.report import START_DRAWS
-
     c = next((c for c in report.comparisons if c.baseline == START_DRAWS), None)
     if c is None:
         return None
@@ -321,8 +264,6 @@ def pooled_rows(report: SeedsReport) -> tuple[list[str], list[list[str]]]:
 
 def write_seeds_markdown(report: SeedsReport, run_dir: Path) -> Path:
     """``<run>/report.md`` of several seeds: each seed's increment, then every comparison pooled."""
-    from josh.loop.seeds import increment_line
-
     lines = [f"# {report.title}", ""]
     if report.headline is not None:
         lines += [f"**{increment_line(report.headline)}**", ""]
@@ -353,9 +294,14 @@ def write_seeds_markdown(report: SeedsReport, run_dir: Path) -> Path:
 
 def print_seeds_report(report: SeedsReport, console: Console) -> None:
     """The combined report on the terminal, the pooled increment last."""
-    from josh.loop.seeds import increment_line
-
     _print_table(console, "JOSH increment per seed", *seed_rows(report))
     _print_table(console, "comparisons pooled over seeds", *pooled_rows(report))
     if report.headline is not None:
         console.print(f"[bold]{increment_line(report.headline)}[/bold]", highlight=False)
+
+
+def save_report(report: LoopReport, run_dir: Path) -> Path:
+    """Write ``report.json`` and ``report.md`` (with its plots) into ``run_dir``; returns the Markdown file."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / REPORT_JSON).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return write_loop_markdown(report, run_dir)

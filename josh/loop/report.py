@@ -1,5 +1,5 @@
 """``report.json``: everything a loop measured, machine-readable, read from the stage folders a ``LoopResult``
-points at. ``josh.loop.render`` renders it as ``report.md`` and terminal tables; ``josh.loop.seeds`` pools several seeds.
+points at. ``josh.loop.render`` renders it as ``report.md`` and terminal tables; ``josh.loop.pooling`` pools seeds.
 
 Comparisons are paired per held-out task (a task's trials averaged), with a percentile bootstrap 95% interval over
 tasks (``josh.eval.metrics.paired_difference``). Missing or unreadable files are left out, so a partial loop still
@@ -15,14 +15,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from josh.eval.evaluate import RESULTS, SUMMARY
-from josh.eval.metrics import Interval, Summary, bootstrap, paired_difference
+from josh.eval.compare import ComparisonEntry, task_rewards
+from josh.eval.evaluate import SUMMARY
+from josh.eval.metrics import Summary, bootstrap, paired_difference
+from josh.eval.summary import fmt_interval
 from josh.harvest.extract import STATS_FILE as EXTRACT_STATS
 from josh.loop.costs import ArmCost, arm_costs
 from josh.loop.result import RETRAIN, LoopResult, RoundRecord
 from josh.search.rollout import STATS_FILE as ROLLOUT_STATS
 from josh.training.runner import METRICS
-from josh.util.jsonl import iter_jsonl
 
 REPORT_JSON = "report.json"
 START_DRAWS = "start, two training draws"
@@ -39,28 +40,6 @@ class ModelEntry(BaseModel):
     summary: Summary
     per_task: dict[str, list[float]] = Field(default_factory=dict)
     seed_rewards: list[float] = Field(default_factory=list, description="each training seed's average reward")
-
-
-class ComparisonEntry(BaseModel):
-    """``model`` minus ``baseline`` in average reward, paired over the tasks both were evaluated on."""
-
-    model: str
-    baseline: str
-    role: str
-    difference: float
-    low: float
-    high: float
-    tasks: int
-    better: int
-    worse: int
-
-    @property
-    def interval(self) -> Interval:
-        return Interval(mean=self.difference, low=self.low, high=self.high)
-
-    @property
-    def above_zero(self) -> bool:
-        return self.low > 0
 
 
 class HarvestEntry(BaseModel):
@@ -144,16 +123,6 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def task_rewards(path: Path) -> dict[str, list[float]]:
-    """Rewards per task id from an evaluation folder's ``results.jsonl`` (or such a file itself)."""
-    file = path if path.is_file() else path / RESULTS
-    rewards: dict[str, list[float]] = {}
-    if file.is_file():
-        for record in iter_jsonl(file):
-            rewards.setdefault(str(record["task_id"]), []).append(float(record["reward"]))
-    return rewards
 
 
 def pool_draws(draws: list[dict[str, float]]) -> tuple[dict[str, list[float]], list[float]]:
@@ -304,13 +273,19 @@ def build_report(result: LoopResult, *, title: str) -> LoopReport:
     )
 
 
-def save_report(report: LoopReport, run_dir: Path) -> Path:
-    """Write ``report.json`` and ``report.md`` (with its plots) into ``run_dir``; returns the Markdown file."""
-    from josh.loop.render import write_loop_markdown
-
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / REPORT_JSON).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    return write_loop_markdown(report, run_dir)
+def headline_text(report: LoopReport) -> str:
+    """One line: JOSH's own increment over the policy that ran the first search, or why there is none."""
+    c = report.headline
+    if c is not None:
+        return (
+            f"JOSH increment ({c.model} minus {c.baseline}, the policy that ran the first search): "
+            f"{fmt_interval(c.interval, signed=True)} average reward over {c.tasks} tasks "
+            f"({c.better} better, {c.worse} worse)"
+        )
+    if report.unfinished:
+        return f"JOSH increment: not yet measured (the loop stopped before {report.unfinished!r})"
+    reasons = [n.message for n in report.notes if n.arm == "JOSH"]
+    return f"JOSH increment: none ({reasons[0] if reasons else 'no JOSH model was evaluated'})"
 
 
 def load_loop_report(path: Path) -> LoopReport:

@@ -401,7 +401,8 @@ class Loop(OnlineArms):
         return train.adapter, label
 
     def write_report(self) -> Path:
-        from josh.loop.report import build_report, save_report
+        from josh.loop.render import save_report
+        from josh.loop.report import build_report
 
         title = "josh loop: " + "/".join(self.run_dir.parts[-2:])
         path = save_report(build_report(self.result, title=title), self.run_dir)

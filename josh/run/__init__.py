@@ -1,1 +1,1 @@
-"""What one run is made of and how a conversation steps: the run spec, its components, the step, the conversation."""
+"""One run: its spec and components, what produced it, and a conversation stepped turn by turn with its diagnostics."""

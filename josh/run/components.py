@@ -20,10 +20,10 @@ from josh.envs import ENVIRONMENTS, build_env
 from josh.envs.base import Env
 from josh.llm.base import LLM, Sampling, aclose_all
 from josh.llm.config import LLMConfig
+from josh.run.info import RunInfo, run_info
 from josh.run.spec import RunSpec
 from josh.types import Task
 from josh.users import USERS, UserSimulator
-from josh.util.runinfo import RunInfo, run_info
 
 T = TypeVar("T")
 

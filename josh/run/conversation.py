@@ -9,8 +9,8 @@ from pydantic import Field
 
 from josh.agents.base import Agent, AgentTurn
 from josh.envs.base import ConversationState, Env
-from josh.eval.diagnostics import Diagnosis, diagnose_conversation
 from josh.llm.base import Spent
+from josh.run.diagnostics import Diagnosis, diagnose_conversation
 from josh.run.step import agent_step, spoken, user_step
 from josh.types import ErrorCategory, Message, Task, user
 from josh.users.base import UserSimulator, UserTurn

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from josh.agents.base import Agent, AgentTurn
 from josh.envs.base import ConversationState, Env
-from josh.eval.diagnostics import classify, goal_tools_of
+from josh.run.diagnostics import classify, goal_tools_of
 from josh.run.step import agent_step, user_step
 from josh.search.tree import Node, Tree, TreeStats, chain_messages, transcript_of
 from josh.types import Task

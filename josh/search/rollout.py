@@ -27,6 +27,7 @@ from josh.agents.base import Agent
 from josh.envs.base import Env
 from josh.llm.base import Spent
 from josh.run.components import ComponentOptions, build_components
+from josh.run.info import RunInfo
 from josh.search.algorithm import SearchConfig, search
 from josh.search.tree import Tree
 from josh.types import Task
@@ -34,7 +35,6 @@ from josh.users.base import UserSimulator
 from josh.util.interrupt import terminate_like_interrupt
 from josh.util.jsonl import JsonlWriter, iter_jsonl
 from josh.util.progress import stage_progress
-from josh.util.runinfo import RunInfo
 
 TREES_FILE = "trees.jsonl"
 STATS_FILE = "stats.json"

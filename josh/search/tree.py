@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from josh.eval.diagnostics import CallVerdict
 from josh.llm.base import Spent
+from josh.run.diagnostics import CallVerdict
 from josh.types import ErrorCategory, Goal, Message, system, user
 
 

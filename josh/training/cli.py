@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from josh.cli.errors import reported
+from josh.util.errors import reported
 
 train_app = typer.Typer(
     help="Fine-tune an agent on extracted SFT / KTO / DPO / tree data, or online with GRPO (LoRA, optional 4-bit, "

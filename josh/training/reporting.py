@@ -69,7 +69,7 @@ def quiet_trainer(trainer: Any, log_path: Path, *, progress: bool = True) -> Non
 
 def write_model_card(run_dir: Path, recipe: TrainRecipe, metrics: dict[str, Any], source: str | None) -> Path:
     """``run_dir/README.md``: what was trained, on what, how, and how to use it (replaces the generated card)."""
-    from josh.util.runinfo import run_info
+    from josh.run.info import run_info
 
     info = run_info(recipe=source)
     base = recipe.model.name

@@ -1,1 +1,1 @@
-"""Small pieces every layer uses: crash-safe files, JSON lines, progress, quiet logs, interrupts, run info."""
+"""Small pieces every layer uses: crash-safe files, JSON lines, progress, quiet logs, interrupts, error reporting."""

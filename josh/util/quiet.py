@@ -73,7 +73,7 @@ def terminal() -> IO[str]:
 def noise_to(path: str | Path | None) -> Iterator[Path | None]:
     """Append everything written to standard error inside the block to ``path`` (None, or ``josh --verbose``:
     leave it on the terminal). Yields the log file's path."""
-    from josh.cli.errors import verbose
+    from josh.util.errors import verbose
 
     if path is None or verbose():
         yield None

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from josh.cli.errors import reports_errors
+from josh.util.errors import reports_errors
 
 if TYPE_CHECKING:
     from josh.envs.toolwoz.data import ToolWOZData

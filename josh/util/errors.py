@@ -19,9 +19,11 @@ from typing import Any, TypeVar
 import click
 import typer
 
-from josh.llm.config import VLLM_INSTALL
-
 F = TypeVar("F", bound=Callable[..., Any])
+
+VLLM_INSTALL = (
+    "pip install 'josh[vllm]' -c constraints-gpu.txt on a CUDA machine, or make vllm-env for vLLM's CPU build"
+)
 
 EXTRAS = {
     "vllm": VLLM_INSTALL,
@@ -50,21 +52,19 @@ def describe(exc: BaseException) -> tuple[str, bool]:
     """(the message to print, whether the failure is one josh expects) for an exception."""
     from pydantic import ValidationError
 
-    from josh.llm.base import LLMError
-
     if isinstance(exc, ValidationError):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()), True
     if isinstance(exc, ModuleNotFoundError) and exc.name and str(exc).startswith("No module named"):
         top = exc.name.split(".")[0]
         hint = EXTRAS.get(top, f"pip install {top}")
         return f"the Python package {top!r} is not installed: {hint}", True
-    if isinstance(exc, ValueError | OSError | ImportError | LLMError) or _is_josh_error(exc):
+    if isinstance(exc, ValueError | OSError | ImportError) or _is_josh_error(exc):
         return str(exc) or type(exc).__name__, True
     return f"{type(exc).__name__}: {exc}", False
 
 
 def _is_josh_error(exc: BaseException) -> bool:
-    """Errors josh defines for people to read (download and data-format errors and the like)."""
+    """Errors josh defines for people to read (LLM, download and data-format errors and the like)."""
     return type(exc).__module__.startswith("josh.") and type(exc).__name__.endswith("Error")
 
 
