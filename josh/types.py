@@ -51,6 +51,14 @@ class ErrorCategory(str, Enum):
         )
 
 
+SUCCESS_TOLERANCE = 1e-6
+
+
+def is_success(reward: float) -> bool:
+    """Whether a conversation's reward counts as success (full reward, up to float noise): reward >= 1 - 1e-6."""
+    return reward >= 1.0 - SUCCESS_TOLERANCE
+
+
 def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:12]
 

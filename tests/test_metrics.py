@@ -23,11 +23,11 @@ def record(task_id, reward, trial=0, errors=(), tool_errors=()):
 
 def test_pass_hat_k_matches_hand_computed_values():
     # task A: 3 of 4 trials succeed, task B: 1 of 4.
-    counts = [(4, 3), (4, 1)]
-    assert pass_hat_k(counts, 1) == pytest.approx((3 / 4 + 1 / 4) / 2)
-    assert pass_hat_k(counts, 2) == pytest.approx((3 / 6 + 0 / 6) / 2)
-    assert pass_hat_k(counts, 3) == pytest.approx((1 / 4 + 0) / 2)
-    assert pass_hat_k(counts, 4) == 0.0
+    trials = [[1.0, 1.0, 0.5, 1.0], [0.0, 1.0, 0.0, 0.0]]
+    assert pass_hat_k(trials, 1) == pytest.approx((3 / 4 + 1 / 4) / 2)
+    assert pass_hat_k(trials, 2) == pytest.approx((3 / 6 + 0 / 6) / 2)
+    assert pass_hat_k(trials, 3) == pytest.approx((1 / 4 + 0) / 2)
+    assert pass_hat_k(trials, 4) == 0.0
 
 
 def test_summary_reward_success_and_error_shares():

@@ -1,4 +1,4 @@
-"""pass^k and the required-output check of the retail reward."""
+"""pass^k (τ-bench's definition, ``josh.eval.metrics``) and the required-output check of the retail reward."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from josh.envs.retail import pass_hat_k
 from josh.envs.taubench.reward import outputs_found
+from josh.eval.metrics import pass_hat_k
 from josh.types import Message, assistant, tool_result, user
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from josh.run.conversation import ConversationRecord
 from josh.run.diagnostics import DiagnosticsSummary, summarize_diagnoses
 from josh.run.info import RunInfo
-from josh.types import ErrorCategory
+from josh.types import ErrorCategory, is_success
 
 
 class Interval(BaseModel):
@@ -45,10 +45,19 @@ class Summary(BaseModel):
     diagnostics: DiagnosticsSummary | None = None
 
 
-def pass_hat_k(successes_per_task: Sequence[tuple[int, int]], k: int) -> float:
-    """pass^k: mean over tasks of C(c, k) / C(n, k) (chance that k i.i.d. trials all succeed)."""
-    values = [math.comb(c, k) / math.comb(n, k) for n, c in successes_per_task if n >= k]
-    return sum(values) / len(values) if values else 0.0
+def pass_hat_k(trials: Sequence[Sequence[float]], k: int) -> float:
+    """τ-bench's pass^k: the mean over tasks of C(c, k) / C(n, k), the chance that k i.i.d. trials of a task all
+    succeed, with n trials and c successes (``is_success``: reward >= 1 - 1e-6) per task. Every task needs k trials."""
+    if not trials:
+        raise ValueError("pass^k needs at least one task")
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    total = 0.0
+    for index, rewards in enumerate(trials):
+        if len(rewards) < k:
+            raise ValueError(f"task {index} has {len(rewards)} trials, fewer than k={k}")
+        total += math.comb(sum(map(is_success, rewards)), k) / math.comb(len(rewards), k)
+    return total / len(trials)
 
 
 def bootstrap(groups: Sequence[Sequence[float]], *, samples: int = 2000, seed: int = 0) -> Interval:
@@ -97,7 +106,6 @@ def summarize(records: Sequence[ConversationRecord], *, cost: float = 0.0, wall_
     rewards = [[r.reward for r in rs] for rs in by_task.values()]
     successes = [[float(r.success) for r in rs] for rs in by_task.values()]
     trials = max((len(rs) for rs in by_task.values()), default=0)
-    counts = [(len(rs), sum(r.success for r in rs)) for rs in by_task.values()]
     error_counts: dict[str, int] = defaultdict(int)
     end_reasons: dict[str, int] = defaultdict(int)
     malformed = bad_use = 0
@@ -115,7 +123,7 @@ def summarize(records: Sequence[ConversationRecord], *, cost: float = 0.0, wall_
         trials=trials,
         average_reward=bootstrap(rewards),
         success_rate=bootstrap(successes),
-        pass_k={k: pass_hat_k(counts, k) for k in range(1, trials + 1)},
+        pass_k={k: pass_hat_k([r for r in rewards if len(r) >= k], k) for k in range(1, trials + 1)},
         malformed_share=malformed / n if n else 0.0,
         bad_api_use_share=bad_use / n if n else 0.0,
         error_counts=dict(error_counts),

@@ -12,7 +12,7 @@ from josh.envs.base import ConversationState, Env
 from josh.llm.base import Spent
 from josh.run.diagnostics import Diagnosis, diagnose_conversation
 from josh.run.step import agent_step, spoken, user_step
-from josh.types import ErrorCategory, Message, Task, user
+from josh.types import ErrorCategory, Message, Task, is_success, user
 from josh.users.base import UserSimulator, UserTurn
 
 EndReason = Literal["user_done", "max_turns", "terminated", "agent_error", "user_error"]
@@ -104,7 +104,7 @@ async def run_conversation(
         trial=trial,
         reward=reward,
         goal_reward=state.goal_reward,
-        success=abs(reward - 1.0) < 1e-6,
+        success=is_success(reward),
         n_goals=len(task.goals),
         completed_goals=sorted(state.completed),
         end_reason=end,

@@ -4,7 +4,7 @@ from josh.envs.airline.db import AirlineDataError, AirlineDB, load_db
 from josh.envs.airline.env import AirlineEnv
 from josh.envs.airline.state import AirlineState
 from josh.envs.airline.tasks import load_tasks
-from josh.envs.taubench import details_of, pass_hat_k
+from josh.envs.taubench import details_of
 
 __all__ = [
     "AirlineDB",
@@ -14,5 +14,4 @@ __all__ = [
     "details_of",
     "load_db",
     "load_tasks",
-    "pass_hat_k",
 ]

@@ -4,7 +4,7 @@ from josh.envs.retail.db import RetailDataError, RetailDB, load_db
 from josh.envs.retail.env import RetailEnv
 from josh.envs.retail.state import RetailState
 from josh.envs.retail.tasks import load_tasks
-from josh.envs.taubench import details_of, pass_hat_k
+from josh.envs.taubench import details_of
 
 __all__ = [
     "RetailDB",
@@ -14,5 +14,4 @@ __all__ = [
     "details_of",
     "load_db",
     "load_tasks",
-    "pass_hat_k",
 ]

@@ -2,7 +2,7 @@
 wrapper and its schema check, task-file loading, the outcome reward and pass^k, and a scripted customer."""
 
 from josh.envs.taubench.env import TauBenchEnv
-from josh.envs.taubench.reward import OutcomeReward, outputs_found, pass_hat_k
+from josh.envs.taubench.reward import OutcomeReward, outputs_found
 from josh.envs.taubench.state import OverlayState, canonical, copy_record
 from josh.envs.taubench.tasks import TauDetails, details_of
 from josh.envs.taubench.tools import Tool
@@ -17,5 +17,4 @@ __all__ = [
     "copy_record",
     "details_of",
     "outputs_found",
-    "pass_hat_k",
 ]
