@@ -11,6 +11,7 @@ import typer
 
 from josh.cli.options import MAX_TURNS, PROGRESS, RunCommand, key_values, option, run_options, split_option
 from josh.util.errors import reported, reports_errors, set_verbose
+from josh.util.layout import EVAL_LOG, ROLLOUT_LOG
 
 if TYPE_CHECKING:
     from josh.run.components import ComponentOptions
@@ -76,7 +77,7 @@ def rollout(
             out=out, components=spec, rollout=RolloutConfig(search=search, concurrency=concurrency)
         )
         preflight(spec)
-        with noise_to(Path(out) / "rollout.log"):
+        with noise_to(Path(out) / ROLLOUT_LOG):
             if ray_address is None:
                 stats = rollout_from_options(options, progress=progress)
             else:
@@ -119,13 +120,13 @@ def eval_(
 
     with reported(interrupted=f"finished conversations are in {out}/results.jsonl; rerun the same command to resume"):
         preflight(spec)
-        with noise_to(Path(out) / "eval.log"):
+        with noise_to(Path(out) / EVAL_LOG):
             built = build_components(spec, check_connection=False)
         try:
             done = finished_count(out, built.tasks, trials)
             if done:
                 typer.echo(f"resuming {out}: {done} of {len(built.tasks) * trials} conversations already done")
-            with noise_to(Path(out) / "eval.log"):
+            with noise_to(Path(out) / EVAL_LOG):
                 summary = built.run(
                     evaluate(
                         built.env,

@@ -27,10 +27,11 @@ from typing import IO, Any
 import typer
 
 from josh.llm.models import cache_root, is_adapter_dir, resolve_model
-from josh.util.atomic import write_folder_atomic
+from josh.util.atomic import write_atomic, write_folder_atomic
+from josh.util.layout import SERVED_MARKER as MARKER
 
 INSTALL_HINT = "transformers serve needs its serving extra: pip install 'josh[serve]'"
-MARKER = "josh-served.json"
+
 TOKENIZER_CONFIG = "tokenizer_config.json"
 
 # How josh's ChatML template (josh/llm/templates/chatml_tools.jinja) writes tool calls, for the server's parser.
@@ -95,7 +96,7 @@ def _with_tool_parser(source: Path, folder: Path | None) -> Path:
                 (tmp / item.name).symlink_to(item.resolve())
         config = json.loads((source / TOKENIZER_CONFIG).read_text())
         config["response_template"] = CHATML_TOOL_CALLS
-        (tmp / TOKENIZER_CONFIG).write_text(json.dumps(config, indent=2))
+        write_atomic(tmp / TOKENIZER_CONFIG, json.dumps(config, indent=2))
 
     _check_writable(target)
     return _build(target, stamp, link)
@@ -135,7 +136,7 @@ def _build(target: Path, stamp: dict[str, Any], fill: Callable[[Path], object]) 
 
     def stamped(folder: Path) -> None:
         fill(folder)
-        (folder / MARKER).write_text(json.dumps(stamp))
+        write_atomic(folder / MARKER, json.dumps(stamp))
 
     return write_folder_atomic(target, stamped)
 

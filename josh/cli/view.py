@@ -30,10 +30,11 @@ from josh.search.tree import Node, Tree
 from josh.types import Goal, Message
 from josh.util.atomic import write_atomic
 from josh.util.jsonl import CorruptLineError, iter_jsonl
+from josh.util.layout import TREES as TREES_FILE
+from josh.util.layout import VIEW_INDEX as INDEX_FILE
 
-TREES_FILE = "trees.jsonl"
 VIEW_DIR = "view"
-INDEX_FILE = "index.html"
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 

@@ -18,9 +18,9 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from josh.eval.evaluate import RESULTS, SUMMARY
 from josh.eval.metrics import Interval, bootstrap, paired_difference
 from josh.util.jsonl import iter_jsonl
+from josh.util.layout import RESULTS, SUMMARY
 
 LABEL = re.compile(r"[A-Za-z0-9_.+-]+")
 SETTINGS = ("env", "data", "split", "user")

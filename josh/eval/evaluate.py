@@ -23,12 +23,11 @@ from josh.run.conversation import ConversationRecord, run_conversation
 from josh.run.info import RunInfo
 from josh.types import Task
 from josh.users.base import UserSimulator
+from josh.util.atomic import write_atomic
 from josh.util.interrupt import terminate_like_interrupt
 from josh.util.jsonl import JsonlWriter, read_models
+from josh.util.layout import RESULTS, SUMMARY
 from josh.util.progress import stage_progress
-
-RESULTS = "results.jsonl"
-SUMMARY = "summary.json"
 
 
 def load_results(out_dir: str | Path) -> list[ConversationRecord]:
@@ -84,7 +83,7 @@ async def evaluate(
             wall_s = round(earlier_s + time.perf_counter() - start, 3)
             summary = summarize(records, cost=cost() if cost else 0.0, wall_s=wall_s)
             summary.run = run
-            (out / SUMMARY).write_text(json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
+            write_atomic(out / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
     return summary
 
 

@@ -28,8 +28,9 @@ from josh.eval.evaluate import evaluate, load_results
 from josh.eval.metrics import Interval, PairedDifference, Summary, paired_difference
 from josh.eval.summary import fmt_interval
 from josh.llm.base import LLM, aclose_all
-
-CONFIG_FILE = "matrix_config.json"
+from josh.util.atomic import write_atomic
+from josh.util.layout import MATRIX_CONFIG as CONFIG_FILE
+from josh.util.layout import MATRIX_JSON, MATRIX_MD
 
 
 class Spec(BaseModel):
@@ -171,7 +172,7 @@ def _check_folder(out: Path, config: MatrixConfig) -> None:
             was = ", ".join(f"{k}={before.get(k)!r}" for k in changed)
             raise ValueError(f"{out} holds a matrix over {was}; use another --out for a different {'/'.join(changed)}")
     out.mkdir(parents=True, exist_ok=True)
-    path.write_text(config.model_dump_json(indent=2) + "\n")
+    write_atomic(path, config.model_dump_json(indent=2) + "\n")
 
 
 def _specs(texts: list[str], what: str) -> list[Spec]:
@@ -211,8 +212,8 @@ async def run_matrix(
         for llm in parts.llms.values():
             llm.close()
     result = compare(config, agents, users, summaries, out)
-    (out / "matrix.json").write_text(result.model_dump_json(indent=2) + "\n")
-    (out / "matrix.md").write_text("\n".join(markdown(result)) + "\n")
+    write_atomic(out / MATRIX_JSON, result.model_dump_json(indent=2) + "\n")
+    write_atomic(out / MATRIX_MD, "\n".join(markdown(result)) + "\n")
     return result
 
 

@@ -34,9 +34,11 @@ from josh.search.tree import Node, Tree, path_messages
 from josh.types import ErrorCategory, Message
 from josh.util.atomic import write_atomic
 from josh.util.jsonl import CorruptLineError, read_models
+from josh.util.layout import EXTRACT_STATS as STATS_FILE
+from josh.util.layout import TREES, rows_file
 
 Row = dict[str, Any]
-STATS_FILE = "extract_stats.json"
+
 TokenCounter = Callable[[str], int]
 TRL_FORMATS = ("sft", "kto", "dpo")
 FORMATS = (*TRL_FORMATS, "tree")
@@ -289,7 +291,7 @@ def _write_jsonl(path: Path, rows: list[Row]) -> None:
 def trees_file(trees_path: str | Path) -> Path:
     path = Path(trees_path)
     if path.is_dir():
-        path = path / "trees.jsonl"
+        path = path / TREES
     if not path.is_file():
         raise FileNotFoundError(f"no trees file at {path} (run `josh rollout` first)")
     return path
@@ -301,9 +303,9 @@ def write_all(
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in formats:
         data: list[Row] = getattr(rows, name)
-        _write_jsonl(out_dir / f"{name}.jsonl", data)
+        _write_jsonl(out_dir / rows_file(name), data)
         stats.tokens[name] = sum(_row_tokens(r, FIELDS[name], count) for r in data)
-    (out_dir / STATS_FILE).write_text(stats.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_atomic(out_dir / STATS_FILE, stats.model_dump_json(indent=2) + "\n")
 
 
 def _tree_rows(trees: list[Tree], config: AdvantageConfig, stats: ExtractStats) -> list[Row]:

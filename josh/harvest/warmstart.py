@@ -26,9 +26,8 @@ from josh.envs.base import Env
 from josh.run.conversation import ConversationRecord, run_conversation
 from josh.types import Message, Task, system
 from josh.util.atomic import write_atomic
-
-ROWS_FILE = "sft.jsonl"
-STATS_FILE = "warmstart_stats.json"
+from josh.util.layout import WARMSTART_ROWS as ROWS_FILE
+from josh.util.layout import WARMSTART_STATS as STATS_FILE
 
 
 class WarmStartConfig(BaseModel):
@@ -105,5 +104,5 @@ def warm_start(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / ROWS_FILE, (json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    (out / STATS_FILE).write_text(stats.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_atomic(out / STATS_FILE, stats.model_dump_json(indent=2) + "\n")
     return stats

@@ -16,7 +16,7 @@ from typing import Any
 
 from josh.llm.base import LLMError
 from josh.types import Message
-from josh.util.atomic import write_folder_atomic
+from josh.util.atomic import write_atomic, write_folder_atomic
 
 DEFAULT_MODEL = "smollm2"
 SMOLLM2_ALIASES = {"smollm2", "smollm2-135m", "smollm2-135m-instruct", "huggingfacetb/smollm2-135m-instruct"}
@@ -83,7 +83,7 @@ def ensure_smollm2() -> Path:
     def save(folder: Path) -> None:
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
-        (folder / "chat_template.jinja").write_text(tokenizer.chat_template)
+        write_atomic(folder / "chat_template.jinja", tokenizer.chat_template)
 
     return write_folder_atomic(target, save)
 

@@ -16,8 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from josh.loop.result import LoopResult
-from josh.search.rollout import STATS_FILE as ROLLOUT_STATS
-from josh.training.runner import METRICS
+from josh.util.layout import METRICS, ROLLOUT_STATS
 
 GRPO_ARM = "GRPO"
 

@@ -12,8 +12,10 @@ from josh.eval.compare import ComparisonEntry
 from josh.eval.metrics import Interval
 from josh.eval.summary import fmt_interval
 from josh.loop.pooling import SeedsReport, increment_line
-from josh.loop.report import REPORT_JSON, START_DRAWS, HarvestEntry, LoopReport, ModelEntry, headline_text
+from josh.loop.report import START_DRAWS, HarvestEntry, LoopReport, ModelEntry, headline_text
 from josh.run.diagnostics import markdown_section
+from josh.util.atomic import write_atomic
+from josh.util.layout import REPORT_JSON, REPORT_MD
 
 TERMINAL_HIDDEN = {"searched with", "used (trimmed)", "search wall"}  # columns only report.md shows
 
@@ -206,8 +208,8 @@ def write_loop_markdown(report: LoopReport, run_dir: Path) -> Path:
         lines += ["## Arms that ended without a model", "", *[f"- {line}" for line in note_lines(report)], ""]
     if report.training:
         lines += ["## Training", "", *_md_table(*training_rows(report)), ""]
-    path = run_dir / "report.md"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = run_dir / REPORT_MD
+    write_atomic(path, "\n".join(lines) + "\n")
     return path
 
 
@@ -287,8 +289,8 @@ def write_seeds_markdown(report: SeedsReport, run_dir: Path) -> Path:
     ]
     unfinished = [f"- {r.run_dir}: stopped before {r.unfinished!r}" for r in report.runs if r.unfinished]
     lines += ["## Unfinished seeds (left out of the pool)", "", *unfinished, ""] if unfinished else []
-    path = run_dir / "report.md"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = run_dir / REPORT_MD
+    write_atomic(path, "\n".join(lines) + "\n")
     return path
 
 
@@ -303,5 +305,5 @@ def print_seeds_report(report: SeedsReport, console: Console) -> None:
 def save_report(report: LoopReport, run_dir: Path) -> Path:
     """Write ``report.json`` and ``report.md`` (with its plots) into ``run_dir``; returns the Markdown file."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / REPORT_JSON).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_atomic(run_dir / REPORT_JSON, report.model_dump_json(indent=2) + "\n")
     return write_loop_markdown(report, run_dir)

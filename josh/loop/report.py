@@ -16,16 +16,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from josh.eval.compare import ComparisonEntry, task_rewards
-from josh.eval.evaluate import SUMMARY
 from josh.eval.metrics import Summary, bootstrap, paired_difference
 from josh.eval.summary import fmt_interval
-from josh.harvest.extract import STATS_FILE as EXTRACT_STATS
 from josh.loop.costs import ArmCost, arm_costs
 from josh.loop.result import RETRAIN, LoopResult, RoundRecord
-from josh.search.rollout import STATS_FILE as ROLLOUT_STATS
-from josh.training.runner import METRICS
+from josh.util.layout import EXTRACT_STATS, METRICS, REPORT_JSON, ROLLOUT_STATS, SUMMARY
 
-REPORT_JSON = "report.json"
 START_DRAWS = "start, two training draws"
 
 

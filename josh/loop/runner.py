@@ -60,6 +60,8 @@ from josh.loop.stages import (
 )
 from josh.run.components import build_components
 from josh.training.recipe import TrainRecipe
+from josh.util.atomic import write_atomic
+from josh.util.layout import LOOP_RECIPE
 
 RETRAIN_SEED_OFFSET = 1000  # control-retrain's training seed, past the warm start's
 TRAIN_SEED_STEP = 100  # train_seeds: the k-th further training seed of a model is its seed + k * TRAIN_SEED_STEP
@@ -98,7 +100,7 @@ class Loop(OnlineArms):
             if (self.run_dir / "seeds.yaml").is_file():
                 raise ValueError(f"{self.run_dir} holds a run of several seeds; give this run another name")
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            (self.run_dir / "loop.yaml").write_text(self.recipe.to_yaml(), encoding="utf-8")
+            write_atomic(self.run_dir / LOOP_RECIPE, self.recipe.to_yaml())
         try:
             self._run()
         except Unfinished as exc:

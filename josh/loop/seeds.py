@@ -18,10 +18,11 @@ from rich.console import Console
 from josh.loop.pooling import SeedsReport, combine
 from josh.loop.recipe import LoopRecipe, load_loop_recipe
 from josh.loop.render import write_seeds_markdown
-from josh.loop.report import REPORT_JSON, LoopReport, load_loop_report
+from josh.loop.report import LoopReport, load_loop_report
 from josh.loop.runner import Loop
-
-SEEDS_FILE = "seeds.yaml"
+from josh.util.atomic import write_atomic
+from josh.util.layout import LOOP_RECIPE, REPORT_JSON
+from josh.util.layout import SEEDS_RECIPE as SEEDS_FILE
 
 
 def seed_recipes(recipe: LoopRecipe) -> list[LoopRecipe]:
@@ -41,10 +42,10 @@ def run_seeds(
     goes to every ``Loop`` (trainer, builder, merger)."""
     console = console or Console()
     parent = recipe.run_dir
-    if (parent / "loop.yaml").is_file():
+    if (parent / LOOP_RECIPE).is_file():
         raise ValueError(f"{parent} holds a single-seed run; give the seeds another name (--set name=...)")
     parent.mkdir(parents=True, exist_ok=True)
-    (parent / SEEDS_FILE).write_text(recipe.to_yaml(), encoding="utf-8")
+    write_atomic(parent / SEEDS_FILE, recipe.to_yaml())
     reports = []
     for i, one in enumerate(seed_recipes(recipe), start=1):
         console.rule(f"seed {one.seed} ({i} of {recipe.seeds}) -> {one.run_dir}")
@@ -55,7 +56,7 @@ def run_seeds(
 
 def save_seeds(report: SeedsReport, run_dir: Path) -> SeedsReport:
     """Write the combined ``report.json`` and ``report.md``."""
-    (run_dir / REPORT_JSON).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_atomic(run_dir / REPORT_JSON, report.model_dump_json(indent=2) + "\n")
     write_seeds_markdown(report, run_dir)
     return report
 
@@ -69,13 +70,13 @@ def rebuild(run_dir: Path) -> LoopReport | SeedsReport:
         )
         reports = []
         for one in seed_recipes(recipe):
-            if (one.run_dir / "loop.yaml").is_file():
+            if (one.run_dir / LOOP_RECIPE).is_file():
                 Loop(one, console=quiet, progress=False, dry=True).run()
                 reports.append(load_loop_report(one.run_dir))
         return save_seeds(combine(reports, run_dir, f"josh loop: {recipe.name}, {recipe.seeds} seeds"), run_dir)
-    if not (run_dir / "loop.yaml").is_file():
+    if not (run_dir / LOOP_RECIPE).is_file():
         raise FileNotFoundError(f"{run_dir} holds no josh loop run (no loop.yaml or {SEEDS_FILE})")
-    recipe = load_loop_recipe(run_dir / "loop.yaml").model_copy(
+    recipe = load_loop_recipe(run_dir / LOOP_RECIPE).model_copy(
         update={"output_dir": run_dir.parent, "name": run_dir.name}
     )
     Loop(recipe, console=quiet, progress=False, dry=True).run()

@@ -32,12 +32,12 @@ from josh.search.algorithm import SearchConfig, search
 from josh.search.tree import Tree
 from josh.types import Task
 from josh.users.base import UserSimulator
+from josh.util.atomic import write_atomic
 from josh.util.interrupt import terminate_like_interrupt
 from josh.util.jsonl import JsonlWriter, iter_jsonl
+from josh.util.layout import ROLLOUT_STATS as STATS_FILE
+from josh.util.layout import TREES as TREES_FILE
 from josh.util.progress import stage_progress
-
-TREES_FILE = "trees.jsonl"
-STATS_FILE = "stats.json"
 
 
 class RolloutConfig(BaseModel):
@@ -126,7 +126,7 @@ def write_stats(out: Path, start: float, skipped: int, earlier_s: float = 0.0, r
     stats.wall_s = round(earlier_s + stats.session_wall_s, 3)
     stats.skipped_finished = skipped
     stats.run = run
-    (out / STATS_FILE).write_text(json.dumps(stats.model_dump(), indent=2) + "\n", encoding="utf-8")
+    write_atomic(out / STATS_FILE, json.dumps(stats.model_dump(), indent=2) + "\n")
     return stats
 
 

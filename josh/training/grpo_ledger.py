@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from josh.training.grpo_rollout import RolloutStats
+from josh.util.atomic import write_atomic
 
 
 def ledger_file(args: Any, state: Any) -> Path:
@@ -49,6 +50,6 @@ def rollout_ledger(stats: RolloutStats, total_calls: Any) -> Any:
         def on_save(self, args: Any, state: Any, control: Any, **_: Any) -> None:
             path = ledger_file(args, state)
             if path.parent.is_dir():
-                path.write_text(stats.model_dump_json(indent=2), encoding="utf-8")
+                write_atomic(path, stats.model_dump_json(indent=2))
 
     return RolloutLedger()

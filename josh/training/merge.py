@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from josh.util.atomic import write_atomic
+
 
 def merge_adapter(adapter: str | Path, out: str | Path, *, dtype: str = "float32") -> Path:
     """``adapter`` merged into its base (``peft`` ``merge_and_unload``), written to ``out`` with its tokenizer."""
@@ -28,5 +30,5 @@ def merge_adapter(adapter: str | Path, out: str | Path, *, dtype: str = "float32
     AutoTokenizer.from_pretrained(adapter).save_pretrained(out)
     template = adapter / "chat_template.jinja"
     if template.is_file() and not (out / "chat_template.jinja").is_file():
-        (out / "chat_template.jinja").write_text(template.read_text(encoding="utf-8"), encoding="utf-8")
+        write_atomic(out / "chat_template.jinja", template.read_text(encoding="utf-8"))
     return out

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from josh.training.recipe import TrainRecipe
-
-LOG_FILE = "train.log"
+from josh.util.atomic import write_atomic
 
 
 def progress_callback(log_path: Path, *, enabled: bool = True) -> Any:
@@ -104,7 +103,7 @@ def write_model_card(run_dir: Path, recipe: TrainRecipe, metrics: dict[str, Any]
         "",
     ]
     card = run_dir / "README.md"
-    card.write_text("\n".join(lines), encoding="utf-8")
+    write_atomic(card, "\n".join(lines))
     return card
 
 

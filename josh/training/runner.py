@@ -17,8 +17,8 @@ from typing import Any
 
 from josh.training import data as data_mod
 from josh.training.recipe import RecipeError, TrainRecipe
-
-METRICS = "metrics.json"
+from josh.util.atomic import write_atomic
+from josh.util.layout import METRICS, TRAIN_LOG, TRAIN_RECIPE
 
 
 class RunExistsError(FileExistsError):
@@ -121,7 +121,7 @@ def train(recipe: TrainRecipe, *, resume: bool = False, source: str | None = Non
     from josh.training.config import with_min_steps
     from josh.training.launch import process_state
     from josh.training.model import load_model, model_path
-    from josh.training.reporting import LOG_FILE, quiet_trainer, write_model_card
+    from josh.training.reporting import quiet_trainer, write_model_card
     from josh.util.quiet import noise_to
 
     state = process_state()
@@ -133,14 +133,14 @@ def train(recipe: TrainRecipe, *, resume: bool = False, source: str | None = Non
     main = state.is_main_process
     if main:
         run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "recipe.yaml").write_text(recipe.to_yaml())
+        write_atomic(run_dir / TRAIN_RECIPE, recipe.to_yaml())
     callback = _metrics_callback()
     # Library prints (transformers announces WANDB_MODE=offline on standard output) join the rest of the noise.
-    with noise_to(run_dir / LOG_FILE), redirect_stdout(sys.stderr):
+    with noise_to(run_dir / TRAIN_LOG), redirect_stdout(sys.stderr):
         trainer = _trainer_module(recipe.method).build_trainer(
             recipe, rows, load_model(recipe), tokenizer, run_dir, [callback]
         )
-        quiet_trainer(trainer, run_dir / LOG_FILE, progress=progress)
+        quiet_trainer(trainer, run_dir / TRAIN_LOG, progress=progress)
         result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         gather_for_final_save(trainer)
         trainer.save_model(str(run_dir))
@@ -165,7 +165,7 @@ def _finish(
     if adapter_config.is_file():
         config = json.loads(adapter_config.read_text())
         config["base_model_name_or_path"] = _portable_base(recipe.model.name)
-        adapter_config.write_text(json.dumps(config, indent=2))
+        write_atomic(adapter_config, json.dumps(config, indent=2))
     runtime = time.perf_counter() - callback.started
     tokens = trainer.state.num_input_tokens_seen - callback.tokens_at_start
     metrics = {
@@ -184,5 +184,5 @@ def _finish(
     if rollouts is not None:
         metrics["rollouts"] = rollouts.model_dump()
         print(rollouts.line())
-    (run_dir / METRICS).write_text(json.dumps(metrics, indent=2))
+    write_atomic(run_dir / METRICS, json.dumps(metrics, indent=2))
     return metrics

@@ -16,7 +16,7 @@ def write_atomic(path: str | Path, data: str | bytes | Iterable[str], *, errors:
     made when missing. ``errors`` is the UTF-8 error handler for text."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # per process: ranks writing one file do not collide
     try:
         if isinstance(data, bytes):
             tmp.write_bytes(data)

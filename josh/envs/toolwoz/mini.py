@@ -15,6 +15,7 @@ from typing import Any
 from josh.envs.toolwoz.generator import DAYS, DB, GoalGenerator, check_task
 from josh.envs.toolwoz.task import task_line
 from josh.types import Task
+from josh.util.atomic import write_atomic
 
 SPLIT_SIZES = {"train": 200, "val": 30, "test": 50}
 AREAS = ("centre", "north", "south", "east", "west")
@@ -187,10 +188,10 @@ def write_mini(dest: str | Path, *, seed: int = 0, sizes: dict[str, int] | None 
     (dest / "db").mkdir(parents=True, exist_ok=True)
     db = make_db(seed)
     for domain, rows in db.items():
-        (dest / "db" / f"{domain}_db.json").write_text(_rows_json(rows), encoding="utf-8")
+        write_atomic(dest / "db" / f"{domain}_db.json", _rows_json(rows))
     counts = {}
     for split, tasks in make_tasks(db, seed, sizes).items():
         lines = "".join(task_line(t) for t in tasks)
-        (dest / f"tasks_{split}.jsonl").write_text(lines, encoding="utf-8")
+        write_atomic(dest / f"tasks_{split}.jsonl", lines)
         counts[split] = len(tasks)
     return counts

@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from josh.eval.evaluate import RESULTS, SUMMARY, evaluate
+from josh.eval.evaluate import evaluate
 from josh.loop.stages.base import Stage, StageContext
 from josh.loop.stages.manifest import Input
 from josh.types import Task
+from josh.util.layout import RESULTS, SUMMARY
 
 
 def eval_tasks(ctx: StageContext) -> list[Task]:

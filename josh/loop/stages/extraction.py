@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from josh.harvest.extract import STATS_FILE
 from josh.loop.stages.base import Stage, StageContext
 from josh.loop.stages.manifest import Input
 from josh.util.jsonl import iter_jsonl
+from josh.util.layout import EXTRACT_STATS as STATS_FILE
+from josh.util.layout import rows_file
 
 
 class ExtractStage(Stage):
@@ -30,7 +31,11 @@ class ExtractStage(Stage):
         name = f"round {round_} {'control-random data' if control else 'extract'}"
         super().__init__(ctx, name, ctx.run_dir / f"round-{round_}" / ("control-random/data" if control else "extract"))
         self.trees, self.control_seed, self.control_rows = trees, control_seed, control_rows
-        self.sft, self.kto, self.stats = self.folder / "sft.jsonl", self.folder / "kto.jsonl", self.folder / STATS_FILE
+        self.sft, self.kto, self.stats = (
+            self.folder / rows_file("sft"),
+            self.folder / rows_file("kto"),
+            self.folder / STATS_FILE,
+        )
 
     def settings(self) -> dict[str, Any]:
         config: dict[str, Any] = {"extract": self.ctx.recipe.extract.model_dump(mode="json")}
@@ -45,7 +50,7 @@ class ExtractStage(Stage):
         return {"trees": self.trees}
 
     def outputs(self) -> list[Path]:
-        return [self.sft, self.kto, self.folder / "dpo.jsonl", self.stats]
+        return [self.sft, self.kto, self.folder / rows_file("dpo"), self.stats]
 
     def done(self) -> bool:
         return self.sft.is_file()
@@ -96,7 +101,7 @@ class TreeExtractStage(Stage):
 
     def __init__(self, ctx: StageContext, round_: int, trees: Path) -> None:
         super().__init__(ctx, f"round {round_} extract-tree", ctx.run_dir / f"round-{round_}" / "extract-tree")
-        self.trees, self.rows, self.stats = trees, self.folder / "tree.jsonl", self.folder / STATS_FILE
+        self.trees, self.rows, self.stats = trees, self.folder / rows_file("tree"), self.folder / STATS_FILE
 
     def settings(self) -> dict[str, Any]:
         return {"advantages": self.ctx.recipe.advantages.model_dump(mode="json"), "agent": self.ctx.recipe.setup.agent}

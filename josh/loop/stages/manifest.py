@@ -24,8 +24,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from josh.util.atomic import write_atomic
+from josh.util.layout import MANIFEST
 
-MANIFEST = "manifest.json"
 Input = str | Path
 
 

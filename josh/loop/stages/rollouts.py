@@ -9,8 +9,10 @@ from typing import Any
 from josh.llm.base import Sampling
 from josh.loop.stages.base import Stage, StageContext
 from josh.loop.stages.manifest import Input
-from josh.search.rollout import STATS_FILE, TREES_FILE, RolloutConfig, run_rollouts
+from josh.search.rollout import RolloutConfig, run_rollouts
 from josh.types import Task
+from josh.util.layout import ROLLOUT_STATS as STATS_FILE
+from josh.util.layout import TREES as TREES_FILE
 
 
 def rollout_tasks(ctx: StageContext, round_: int) -> list[Task]:

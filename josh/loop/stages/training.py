@@ -11,10 +11,9 @@ from typing import Any
 from josh.loop.stages.base import Stage, StageContext
 from josh.loop.stages.manifest import Input
 from josh.training.recipe import RecipeError, TrainRecipe
-from josh.training.runner import METRICS
 from josh.util.atomic import write_atomic
-
-ENDED = "ended.txt"
+from josh.util.layout import METRICS, TRAIN_DATA
+from josh.util.layout import TRAIN_ENDED as ENDED
 
 
 def train_with_trl(recipe: TrainRecipe, resume: bool) -> Path:
@@ -48,7 +47,7 @@ class TrainStage(Stage):
             model = model.model_copy(update={"name": str(base)})
         self.arm, self.model = arm.model_copy(update={"seed": self.seed}), model
         self.sources, self.method, self.start, self.base, self.shuffle = sources, method, start, base, shuffle
-        self.data, self.metrics, self.ended = folder / "data.jsonl", folder / METRICS, folder / ENDED
+        self.data, self.metrics, self.ended = folder / TRAIN_DATA, folder / METRICS, folder / ENDED
 
     def settings(self) -> dict[str, Any]:
         skip = {"data": True, "output_dir": True, "run_name": True, "model": {"adapter"}}  # the start is an input
@@ -113,7 +112,7 @@ class TrainStage(Stage):
             recipe = self.arm.model_copy(update={**update, "model": self.model})
             self.ctx.trainer(recipe, last_checkpoint(self.folder) is not None)
         except (RecipeError, DatasetError) as exc:
-            self.ended.write_text(f"{exc}\n", encoding="utf-8")
+            write_atomic(self.ended, f"{exc}\n")
 
 
 def _concat(sources: list[Path], target: Path, rng: random.Random | None = None) -> None:

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from josh.agents.prompted import AgentPrompt
-from josh.harvest.warmstart import ROWS_FILE, WarmStartConfig
+from josh.harvest.warmstart import WarmStartConfig
 from josh.loop.stages.base import Stage, StageContext
+from josh.util.layout import WARMSTART_ROWS as ROWS_FILE
 
 
 def prompt_of(ctx: StageContext) -> AgentPrompt:

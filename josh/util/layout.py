@@ -1,0 +1,43 @@
+"""Every file josh writes into a run folder, by name, so what a folder holds is looked up (or changed) in one place.
+
+A ``josh rollout`` folder: ``TREES``, ``ROLLOUT_STATS``, ``ROLLOUT_LOG``. A ``josh eval`` folder: ``RESULTS``,
+``SUMMARY``, ``EVAL_LOG``. A ``josh extract`` folder: ``<format>.jsonl`` for each format (``rows_file``) and
+``EXTRACT_STATS``. A training run: ``TRAIN_RECIPE``, ``METRICS``, ``TRAIN_LOG`` beside the adapter. A ``josh loop``
+run: ``LOOP_RECIPE`` (or ``SEEDS_RECIPE`` above its ``seed-<k>/`` runs), ``REPORT_JSON``, ``REPORT_MD``, and one
+folder per stage with its ``MANIFEST`` (a training stage that ended without a model: ``TRAIN_ENDED``).
+"""
+
+TREES = "trees.jsonl"
+ROLLOUT_STATS = "stats.json"
+ROLLOUT_LOG = "rollout.log"
+
+RESULTS = "results.jsonl"
+SUMMARY = "summary.json"
+EVAL_LOG = "eval.log"
+MATRIX_JSON = "matrix.json"
+MATRIX_MD = "matrix.md"
+MATRIX_CONFIG = "matrix_config.json"
+
+EXTRACT_STATS = "extract_stats.json"
+WARMSTART_ROWS = "sft.jsonl"
+WARMSTART_STATS = "warmstart_stats.json"
+
+TRAIN_RECIPE = "recipe.yaml"
+TRAIN_DATA = "data.jsonl"
+METRICS = "metrics.json"
+TRAIN_LOG = "train.log"
+
+LOOP_RECIPE = "loop.yaml"
+SEEDS_RECIPE = "seeds.yaml"
+REPORT_JSON = "report.json"
+REPORT_MD = "report.md"
+MANIFEST = "manifest.json"
+TRAIN_ENDED = "ended.txt"
+
+VIEW_INDEX = "index.html"
+SERVED_MARKER = "josh-served.json"
+
+
+def rows_file(fmt: str) -> str:
+    """The rows of one training-data format (``sft``, ``kto``, ``dpo``, ``tree``): ``<format>.jsonl``."""
+    return f"{fmt}.jsonl"
