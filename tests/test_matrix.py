@@ -113,3 +113,17 @@ def test_bad_input_stops_before_any_cell_runs(tmp_path: Path) -> None:
     assert run(tmp_path / "c").exit_code == 0
     other = run(tmp_path / "c", "--split", "train")
     assert other.exit_code == 2 and "use another --out" in other.output
+
+
+def test_an_unreachable_endpoint_stops_the_matrix_before_any_cell_runs(tmp_path: Path, monkeypatch) -> None:
+    """The matrix builds its components like every run: an HTTP backend that does not answer is one line, at once."""
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    result = CliRunner().invoke(
+        app,
+        [
+            "matrix", "--out", str(tmp_path / "m"), "--agent", "react", "--user", "agenda",
+            "--backend", "openai", "--model", "gpt-test", "--llm-option", "base_url=http://127.0.0.1:9/v1",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 2 and "cannot reach http://127.0.0.1:9/v1" in result.output, result.output
+    assert not (tmp_path / "m" / "cells").exists()

@@ -28,6 +28,8 @@ from josh.eval.evaluate import evaluate, load_results
 from josh.eval.metrics import Interval, PairedDifference, Summary, paired_difference
 from josh.eval.summary import fmt_interval
 from josh.llm.base import LLM, aclose_all
+from josh.run.components import LLMKey, build_llms, check_llms
+from josh.users import USERS
 from josh.util.atomic import write_atomic
 from josh.util.layout import MATRIX_CONFIG as CONFIG_FILE
 from josh.util.layout import MATRIX_JSON, MATRIX_MD
@@ -131,32 +133,40 @@ class MatrixResult(BaseModel):
 
 
 class _Parts:
-    """The environment, its tasks, and agents / users built on demand, sharing one LLM per backend and model."""
+    """The environment, its tasks, and every agent and user simulator of the matrix, built the way every josh run
+    builds them (``josh.run.components``: each name, option and backend setting checked and each HTTP endpoint asked
+    before anything loads), one LLM per backend and model."""
 
-    def __init__(self, config: MatrixConfig) -> None:
-        self.config = config
+    def __init__(self, config: MatrixConfig, agents: list[Spec], users: list[Spec]) -> None:
+        from josh.agents import make_agent
+        from josh.users import make_user
+
+        for spec in agents:
+            AGENTS.check(spec.kind, env=config.env, options={})
+        for spec in users:
+            USERS.check(spec.kind, env=config.env, options={})
+        agent_keys = {s.text: self._key(config, s) if AGENTS.get(s.kind).needs_model else None for s in agents}
+        user_keys = {s.text: self._key(config, s) if USERS.get(s.kind).needs_model else None for s in users}
+        wanted: dict[LLMKey, dict[str, Any]] = {}
+        for key in agent_keys.values():
+            if key is not None:
+                wanted.setdefault(key, config.llm_options)
+        for key in user_keys.values():
+            if key is not None:
+                wanted.setdefault(key, {})
+        configs = check_llms(wanted)
         self.env = build_env(config.env, config.data)
         self.tasks = self.env.tasks(config.split)[: config.limit]
-        self.llms: dict[tuple[str, str | None], LLM] = {}
+        self.llms: dict[LLMKey, LLM] = build_llms(configs)
+        self.agents = {s.text: make_agent(s.kind, self.env, self._llm(agent_keys[s.text])) for s in agents}
+        self.users = {s.text: make_user(s.kind, self._llm(user_keys[s.text])) for s in users}
 
-    def _llm(self, spec: Spec, options: dict[str, Any]) -> LLM:
-        from josh.llm.factory import make_llm
+    @staticmethod
+    def _key(config: MatrixConfig, spec: Spec) -> LLMKey:
+        return (spec.backend or config.backend, spec.model or config.model, None)
 
-        key = (spec.backend or self.config.backend, spec.model or self.config.model)
-        if key not in self.llms:
-            self.llms[key] = make_llm(*key, **options)
-        return self.llms[key]
-
-    def agent(self, spec: Spec) -> Any:
-        from josh.agents import make_agent
-
-        llm = self._llm(spec, self.config.llm_options) if AGENTS.get(spec.kind).needs_model else None
-        return make_agent(spec.kind, self.env, llm)
-
-    def user(self, spec: Spec) -> Any:
-        from josh.users import USERS, make_user
-
-        return make_user(spec.kind, self._llm(spec, {}) if USERS.get(spec.kind).needs_model else None)
+    def _llm(self, key: LLMKey | None) -> LLM | None:
+        return None if key is None else self.llms[key]
 
     def cost(self) -> float:
         return sum(llm.usage.cost for llm in self.llms.values())
@@ -192,9 +202,7 @@ async def run_matrix(
     out = Path(out)
     agents, users = _specs(config.agents, "agent"), _specs(config.users, "user simulator")
     _check_folder(out, config)
-    parts = _Parts(config)
-    built_agents = {a.text: parts.agent(a) for a in agents}  # every name and backend checked before any cell runs
-    built_users = {u.text: parts.user(u) for u in users}
+    parts = _Parts(config, agents, users)  # every name and backend checked before any cell runs
     summaries: dict[tuple[str, str], tuple[Summary, dict[str, list[float]]]] = {}
     try:
         for index, (agent, user) in enumerate((a, u) for a in agents for u in users):
@@ -202,7 +210,7 @@ async def run_matrix(
             say(f"cell {index + 1}/{len(agents) * len(users)}: agent {agent.text} x user {user.text} -> {folder}")
             spent = parts.cost()
             summary = await evaluate(
-                parts.env, parts.tasks, built_agents[agent.text], built_users[user.text], folder,
+                parts.env, parts.tasks, parts.agents[agent.text], parts.users[user.text], folder,
                 trials=config.trials, concurrency=config.concurrency, max_turns=config.max_turns,
                 cost=lambda spent=spent: parts.cost() - spent, show_progress=progress,
             )  # fmt: skip

@@ -104,37 +104,53 @@ def _llm_keys(options: ComponentOptions) -> tuple[LLMKey | None, LLMKey | None]:
     return agent, user
 
 
-def preflight(options: ComponentOptions, *, check_connection: bool = True) -> dict[LLMKey, LLMConfig]:
-    """Check every name and backend setting (``ValueError``) and that HTTP backends answer (``LLMError``), without
-    loading a model; returns the LLM configs the run needs, keyed by (backend, model, base URL)."""
+def check_llms(wanted: dict[LLMKey, dict[str, Any]], *, check_connection: bool = True) -> dict[LLMKey, LLMConfig]:
+    """The config of each LLM in ``wanted`` (key: backend, model, base URL; value: its backend settings), each checked
+    (``ValueError``: a bad setting, a backend package missing) and every HTTP endpoint asked once whether it answers
+    (``LLMError``), without loading a model. Every josh run builds its LLMs from these (``build_llms``)."""
     from josh.llm.factory import build_llm, check_buildable, llm_config
     from josh.llm.health import check_connections
 
-    check_names(options)
-    agent_key, user_key = _llm_keys(options)
     configs: dict[LLMKey, LLMConfig] = {}
-    for key in (agent_key, user_key):
-        if key is not None and key not in configs:
-            settings = options.llm_options if key == agent_key else {}
-            configs[key] = llm_config(key[0], key[1], **settings, **({"base_url": key[2]} if key[2] else {}))
-            check_buildable(configs[key])
+    for key, settings in wanted.items():
+        configs[key] = llm_config(key[0], key[1], **settings, **({"base_url": key[2]} if key[2] else {}))
+        check_buildable(configs[key])
     if check_connection:
         check_connections(build_llm(config) for config in configs.values() if config.backend == "openai")
     return configs
+
+
+def build_llms(configs: dict[LLMKey, LLMConfig]) -> dict[LLMKey, LLM]:
+    """One LLM per checked config (``check_llms``)."""
+    from josh.llm.factory import build_llm
+
+    return {key: build_llm(config) for key, config in configs.items()}
+
+
+def preflight(options: ComponentOptions, *, check_connection: bool = True) -> dict[LLMKey, LLMConfig]:
+    """Check every name and backend setting (``ValueError``) and that HTTP backends answer (``LLMError``), without
+    loading a model; returns the LLM configs the run needs, keyed by (backend, model, base URL)."""
+    check_names(options)
+    agent_key, user_key = _llm_keys(options)
+    wanted: dict[LLMKey, dict[str, Any]] = {}
+    if agent_key is not None:
+        wanted[agent_key] = options.llm_options
+    if user_key is not None:
+        wanted.setdefault(user_key, {})
+    return check_llms(wanted, check_connection=check_connection)
 
 
 def build_components(options: ComponentOptions, *, check_connection: bool = True) -> Components:
     """Build everything ``options`` names, after ``preflight`` (so a bad name, a bad setting or an unreachable HTTP
     backend stops the run before any model loads)."""
     from josh.agents import make_agent
-    from josh.llm.factory import build_llm
     from josh.users import make_user
 
     configs = preflight(options, check_connection=check_connection)
     agent_key, user_key = _llm_keys(options)
     env = build_env(options.env, options.data)
     tasks = env.tasks(options.split)[: options.limit]
-    llms: dict[LLMKey, LLM] = {key: build_llm(config) for key, config in configs.items()}
+    llms = build_llms(configs)
     agent_llm = llms[agent_key] if agent_key else None
     user_llm = llms[user_key] if user_key else None
     agent_opts = dict(options.agent_options)

@@ -132,13 +132,14 @@ class ConversationRollout:
         self.__name__ = "josh_conversations"
 
     def _user_llm(self) -> Any:
+        """The user simulator's own LLM, built like every run's (its settings checked, its endpoint asked first)."""
         spec = self.recipe.grpo
         if spec.user_backend is None:
             return None
-        from josh.llm.factory import build_llm, llm_config
+        from josh.run.components import build_llms, check_llms
 
-        url = {"base_url": spec.user_base_url} if spec.user_base_url else {}
-        return build_llm(llm_config(spec.user_backend, spec.user_model, **url))
+        key = (spec.user_backend, spec.user_model, spec.user_base_url)
+        return build_llms(check_llms({key: {}}))[key]
 
     def agent_on(self, llm: Any) -> Any:
         """The recipe's agent generating with ``llm`` (bounded by ``max_length``) at the recipe's sampling."""
