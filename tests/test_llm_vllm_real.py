@@ -178,7 +178,7 @@ def test_an_adapter_attached_per_request_evaluates_as_the_merged_adapter(adapter
 
 
 def test_vllm_serve_with_a_lora_module_evaluates_as_in_process(adapters, tmp_path) -> None:
-    """The README's ``vllm serve BASE --enable-lora --lora-modules josh=checkpoints/<run>`` behind ``--backend
+    """The docs' (docs/scaling.md) ``vllm serve BASE --enable-lora --lora-modules josh=checkpoints/<run>`` behind ``--backend
     openai``: the served adapter, asked for by name, answers as the hf backend with the adapter merged; with the
     tool parser on, its tool call comes back as a native call."""
     base, adapter = resolve_model("smollm2"), str(adapters["chinese"])
@@ -190,7 +190,7 @@ def test_vllm_serve_with_a_lora_module_evaluates_as_in_process(adapters, tmp_pat
     command += ["--dtype", "float32", "--max-model-len", "4096", "--enforce-eager", "--structured-outputs-config",
                 '{"backend": "guidance"}']  # fmt: skip
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-    react = ["--agent", "react"]  # the README's served agent: tools in its prompt, replies parsed from text
+    react = ["--agent", "react"]  # the served agent of docs/scaling.md: tools in its prompt, replies parsed from text
     with ModelServer(base, command=command, log=tmp_path / "server.log") as server:
         served = evaluate(tmp_path / "srv", "--backend", "openai", "--model", "josh", "--base-url", server.base_url,
                           "--llm-option", "timeout_s=600", *react, tasks=2, turns=2)  # fmt: skip

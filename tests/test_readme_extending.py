@@ -1,5 +1,6 @@
-"""README "Extending josh": its worked examples (an agent protocol, an environment, a user simulator) read from the
-README as written, each made the module it says it is, registered the way it says, and run by `josh eval`."""
+"""The "Extending josh" page (``docs/extending.md``, once a README section): its worked examples (an agent protocol, an
+environment, a user simulator) read from the page as written, each made the module it says it is, registered the way
+it says, and run by `josh eval`."""
 
 from __future__ import annotations
 import __future__
@@ -20,17 +21,15 @@ from josh.cli.main import app
 from josh.envs import build_env
 from josh.types import Message, assistant, user
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
 REPLIES = ['<call>{"name": "find_book", "arguments": {"title": "Dune"}}</call>', "<say>Dune is on shelf B2.</say>"]
 
 
-def readme_files() -> dict[str, list[str]]:
-    """The section's code blocks by the file their first line names (a file may have several blocks)."""
-    text = README.read_text(encoding="utf-8")
-    start = text.index("## Extending josh")
-    section = text[start : text.find("\n## ", start) if "\n## " in text[start:] else None]
+def page_files() -> dict[str, list[str]]:
+    """The page's code blocks by the file their first line names (a file may have several blocks)."""
+    text = PAGE.read_text(encoding="utf-8")
     files: dict[str, list[str]] = {}
-    for path, code in re.findall(r"```python\n# (\S+)\n(.*?)```", section, re.S):
+    for path, code in re.findall(r"```python\n# (\S+)\n(.*?)```", text, re.S):
         files.setdefault(path, []).append(code)
     return files
 
@@ -42,8 +41,8 @@ def run_as(path: str, code: str, namespace: dict) -> None:
 
 @pytest.fixture
 def extended(registries: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's new modules under their own names and its registrations, all undone after the test."""
-    files = readme_files()
+    """The page's new modules under their own names and its registrations, all undone after the test."""
+    files = page_files()
     for path in ("josh/agents/tagged.py", "josh/envs/library/__init__.py", "josh/users/echo.py"):
         name = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
         module = types.ModuleType(name)

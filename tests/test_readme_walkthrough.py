@@ -1,6 +1,7 @@
 """The README's walk-through, read from the README itself and run exactly as written, in a fresh folder.
 
-The model-free commands (rollout, extract, view) run in the fast suite; the whole chain, SmolLM2 training and the
+The documentation site's tour (``docs/tour.md``) holds the same block, which is checked to be identical. The
+model-free commands (rollout, extract, view) run in the fast suite; the whole chain, SmolLM2 training and the
 evaluation of its checkpoint included, is the slow test. Both also check that the terminal stays quiet."""
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ MARKER = "<!-- walkthrough:"
 NOISE = ("Warning", "Traceback", "Truncating", "{'loss'", "it/s]")
 
 
-def walkthrough() -> list[list[str]]:
-    """The commands of the fenced block after the README's walk-through marker (``\\`` continuations joined)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def walkthrough(page: str = "README.md") -> list[list[str]]:
+    """The commands of the fenced block after a page's walk-through marker (``\\`` continuations joined)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
     after = text[text.index(MARKER) :]
     start = after.index("```bash\n") + len("```bash\n")
     block = after[start : after.index("```", start)].replace("\\\n", " ")
@@ -54,6 +55,10 @@ def checkout(tmp_path: Path) -> Path:
 def test_the_walkthrough_is_there_and_covers_the_pipeline():
     commands = [argv[1] for argv in walkthrough()]
     assert commands == ["rollout", "extract", "train", "eval", "view"]
+
+
+def test_the_docs_tour_is_the_readme_walkthrough():
+    assert walkthrough("docs/tour.md") == walkthrough()
 
 
 def test_the_model_free_walkthrough_commands_run_as_written(checkout):
