@@ -4,7 +4,7 @@
 
 Every command and subcommand gets its help text, its usage line and a table of its arguments and options, with the
 same text ``josh COMMAND --help`` prints (the run options of ``josh eval`` and ``josh rollout`` list the registries'
-names and options, as their help does). ``tests/test_docs.py`` checks that the page names every command and
+names and options, as their help does). ``tests/docs/test_site.py`` checks that the page names every command and
 option, so a new option without a regenerated page fails the tests.
 """
 
