@@ -14,13 +14,8 @@ from josh.envs.taubench.env import TauBenchEnv
 from josh.types import Task
 
 
-class AirlineEnv(TauBenchEnv):
+class AirlineEnv(TauBenchEnv, name="airline", registry=TOOLS, state_type=AirlineState, load_db=load_db):
     """τ-bench airline as a josh ``Env``: one split, ``test``."""
-
-    name = "airline"
-    registry = TOOLS
-    state_type = AirlineState
-    load_db = staticmethod(load_db)
 
     def load_tasks(self, split: str) -> list[Task]:
         return load_tasks(self.data_dir, split, self.db.users)

@@ -13,13 +13,8 @@ from josh.envs.taubench.env import TauBenchEnv
 from josh.types import Task
 
 
-class RetailEnv(TauBenchEnv):
+class RetailEnv(TauBenchEnv, name="retail", registry=TOOLS, state_type=RetailState, load_db=load_db):
     """τ-bench retail as a josh ``Env``: splits ``train``, ``dev`` and ``test``."""
-
-    name = "retail"
-    registry = TOOLS
-    state_type = RetailState
-    load_db = staticmethod(load_db)
 
     def load_tasks(self, split: str) -> list[Task]:
         return load_tasks(self.data_dir, split)

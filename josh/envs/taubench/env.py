@@ -1,9 +1,9 @@
 """What the τ-bench-style domains (retail, airline) share: running a tool call on a copy-on-write state, JOSH goals
 from the gold write actions, the gold replay and τ-bench's outcome reward.
 
-A domain subclasses ``TauBenchEnv`` and sets ``name``, ``registry`` (tool name -> ``josh.envs.taubench.tools.Tool``),
-``state_type`` (an ``OverlayState``), ``load_db`` (data folder -> database) and ``load_tasks`` (split -> tasks); the
-data folder defaults to ``$JOSH_<NAME>_DATA``, else ``envs/<name>``.
+A domain subclasses ``TauBenchEnv`` with the class keywords ``name``, ``registry`` (tool name ->
+``josh.envs.taubench.tools.Tool``), ``state_type`` (an ``OverlayState``) and ``load_db`` (data folder -> database),
+and defines ``load_tasks`` (split -> tasks); the data folder defaults to ``$JOSH_<NAME>_DATA``, else ``envs/<name>``.
 
 Decisions: the database comparison keeps τ-bench's type sensitivity (``57`` and ``57.0`` differ), which is harmless
 because both sides run the same tools and arguments are checked against the schemas. A goal completes when the
@@ -40,6 +40,20 @@ class TauBenchEnv(ABC):
     registry: ClassVar[Mapping[str, Tool]]
     state_type: ClassVar[type[OverlayState]]
     load_db: ClassVar[Callable[[Path], Any]]
+
+    def __init_subclass__(
+        cls,
+        *,
+        name: str,
+        registry: Mapping[str, Tool],
+        state_type: type[OverlayState],
+        load_db: Callable[[Path], Any],
+        **kwargs: Any,
+    ) -> None:
+        """Set the domain's class attributes from the class keywords (see the module docstring)."""
+        super().__init_subclass__(**kwargs)
+        cls.name, cls.registry, cls.state_type = name, registry, state_type
+        cls.load_db = staticmethod(load_db)
 
     def __init__(self, data_dir: Path | str | None = None) -> None:
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir(self.name)

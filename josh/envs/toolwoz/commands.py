@@ -13,6 +13,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from josh.envs.toolwoz.data import load_toolwoz, write_tasks
+from josh.envs.toolwoz.download import DownloadError, download_multiwoz, download_toolwoz
+from josh.envs.toolwoz.generator import generate as generate_tasks
+from josh.envs.toolwoz.generator import load_db
+from josh.envs.toolwoz.impossible import generate_with_impossible, summary_of
+from josh.envs.toolwoz.mini import write_mini
+from josh.envs.toolwoz.multiwoz import DataFormatError
+from josh.envs.toolwoz.task import DOMAINS
 from josh.util.errors import reports_errors
 
 if TYPE_CHECKING:
@@ -63,8 +71,6 @@ def download(
     if dataset in (Dataset.retail, Dataset.airline):
         _download_taubench(dataset.value, dest, commit)
         return
-    from josh.envs.toolwoz.download import DownloadError, download_multiwoz, download_toolwoz
-    from josh.envs.toolwoz.multiwoz import DataFormatError
 
     run = download_toolwoz if dataset is Dataset.toolwoz else download_multiwoz
     try:
@@ -92,8 +98,6 @@ def mini(
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Regenerate the mini ToolWOZ set (invented database + train/val/test tasks)."""
-    from josh.envs.toolwoz.mini import write_mini
-
     counts = write_mini(dest, seed=seed)
     console.print(", ".join(f"{split}: {n}" for split, n in counts.items()) + f" tasks written to {dest}")
 
@@ -115,11 +119,6 @@ def generate(
     ),
 ) -> None:
     """Generate tasks over any MultiWOZ-format database: valid ones, and with --impossible some that cannot be met."""
-    from josh.envs.toolwoz.data import write_tasks
-    from josh.envs.toolwoz.generator import generate as generate_tasks
-    from josh.envs.toolwoz.generator import load_db
-    from josh.envs.toolwoz.impossible import generate_with_impossible, summary_of
-
     try:
         if impossible > 0:
             tasks = generate_with_impossible(load_db(db), n, share=impossible, seed=seed, prefix=prefix)
@@ -134,9 +133,6 @@ def generate(
 
 
 def _load(source: str) -> ToolWOZData:
-    from josh.envs.toolwoz.data import load_toolwoz
-    from josh.envs.toolwoz.multiwoz import DataFormatError
-
     try:
         return load_toolwoz(source)
     except DataFormatError as exc:
@@ -146,8 +142,6 @@ def _load(source: str) -> ToolWOZData:
 @data_app.command()
 def stats(source: str = typer.Argument("mini", help="'mini', a folder, or a dataset.zip")) -> None:
     """Tasks per split: single-domain tasks, search/book goals, fail cases, tasks per domain."""
-    from josh.envs.toolwoz.task import DOMAINS
-
     data = _load(source)
     table = Table(title=f"ToolWOZ source {source} (db: {data.db_dir})")
     for column in ("split", "tasks", "1-domain", "search", "book", "fail_info", "fail_book", *DOMAINS):

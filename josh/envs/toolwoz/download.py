@@ -20,7 +20,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
@@ -124,8 +124,10 @@ def download_multiwoz(
     db_url: str = DB_URL,
     opener: Opener | None = None,
     show_progress: bool = True,
+    tasks: bool = False,
 ) -> dict[str, int]:
-    """Download and unpack MultiWOZ 2.1 into ``dest``; returns what ``verify`` counted."""
+    """Download and unpack MultiWOZ 2.1 into ``dest``, with ``tasks`` also the dialogues as ToolWOZ task files;
+    returns what ``verify`` counted (and the task counts)."""
     dest = Path(dest)
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn())
     with undone_on_failure(dest):
@@ -137,27 +139,17 @@ def download_multiwoz(
                 fetch(url, dest / "db" / f"{domain}_db.json", opener=opener, progress=progress)
         unpack_archive(archive, dest)
         archive.unlink()
-        return verify(dest)
+        counts = verify(dest)
+        if tasks:
+            from josh.envs.toolwoz.data import write_tasks
+            from josh.envs.toolwoz.multiwoz import load_multiwoz
 
-
-def download_toolwoz(
-    dest: str | Path,
-    *,
-    archive_url: str = ARCHIVE_URL,
-    db_url: str = DB_URL,
-    opener: Opener | None = None,
-    show_progress: bool = True,
-) -> dict[str, int]:
-    """``download_multiwoz``, then the dialogues as ToolWOZ task files; returns file and task counts."""
-    from josh.envs.toolwoz.data import write_tasks
-    from josh.envs.toolwoz.multiwoz import load_multiwoz
-
-    dest = Path(dest)
-    with undone_on_failure(dest):
-        counts = download_multiwoz(
-            dest, archive_url=archive_url, db_url=db_url, opener=opener, show_progress=show_progress
-        )
-        for split, tasks in load_multiwoz(dest).items():
-            write_tasks(dest / f"tasks_{split}.jsonl", tasks)
-            counts[f"tasks_{split}"] = len(tasks)
+            for split, split_tasks in load_multiwoz(dest).items():
+                write_tasks(dest / f"tasks_{split}.jsonl", split_tasks)
+                counts[f"tasks_{split}"] = len(split_tasks)
         return counts
+
+
+def download_toolwoz(dest: str | Path, **options: Any) -> dict[str, int]:
+    """``download_multiwoz`` (same options) with the ToolWOZ task files; returns file and task counts."""
+    return download_multiwoz(dest, tasks=True, **options)

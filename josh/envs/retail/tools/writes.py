@@ -122,20 +122,23 @@ def modify_pending_order_payment(data: RetailState, /, order_id: str, payment_me
     return json.dumps(order)
 
 
-def _swap_checks(
+def _swap_items(
     data: RetailState,
-    order: Record,
+    order_id: str,
     item_ids: list[str],
     new_item_ids: list[str],
     payment_method_id: str,
     *,
-    rounded: bool,
-    pays_for: str,
-) -> tuple[float, Record] | str:
-    """The item-swap preconditions shared by modify and exchange: (price difference, payment method) or an error;
-    a gift card must cover the difference (``pays_for`` names it in the error).
+    exchange: bool,
+) -> str:
+    """The item swap shared by modify (a pending order, paid at once) and exchange (a delivered one, only
+    requested): check every precondition, then write; a gift card must cover the price difference.
 
     Exchange rounds the difference to cents before its balance check; modify does not (a tau-bench quirk)."""
+    status, action = ("delivered", "exchanged") if exchange else ("pending", "modified")
+    order = _order_in(data, order_id, status, action)
+    if isinstance(order, str):
+        return order
     if (missing := _missing_item(order, item_ids)) is not None:
         return f"Error: {missing} not found"
     if len(item_ids) != len(new_item_ids):
@@ -146,25 +149,18 @@ def _swap_checks(
     method = _payment_method(data, order, payment_method_id)
     if method is None:
         return "Error: payment method not found"
-    diff = round(diff, 2) if rounded else diff
+    diff = round(diff, 2) if exchange else diff
     if method["source"] == "gift_card" and method["balance"] < diff:
+        pays_for = "the price difference" if exchange else "the new item"
         return f"Error: insufficient gift card balance to pay for {pays_for}"
-    return diff, method
-
-
-def modify_pending_order_items(
-    data: RetailState, /, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
-) -> str:
-    """Swap items of a pending order for other available variants of the same products (allowed once)."""
-    order = _order_in(data, order_id, "pending", "modified")
-    if isinstance(order, str):
-        return order
-    checked = _swap_checks(
-        data, order, item_ids, new_item_ids, payment_method_id, rounded=False, pays_for="the new item"
-    )
-    if isinstance(checked, str):
-        return checked
-    diff, method = checked
+    if exchange:
+        order = data.writable_order(order_id)
+        order["status"] = "exchange requested"
+        order["exchange_items"] = sorted(item_ids)
+        order["exchange_new_items"] = sorted(new_item_ids)
+        order["exchange_payment_method_id"] = payment_method_id
+        order["exchange_price_difference"] = diff
+        return json.dumps(order)
     if method["source"] == "gift_card":
         _adjust_gift_card(data, order["user_id"], payment_method_id, -diff)
     order = data.writable_order(order_id)
@@ -181,6 +177,13 @@ def modify_pending_order_items(
         item.update(item_id=new_item_id, price=variant["price"], options=dict(variant["options"]))
     order["status"] = "pending (item modified)"
     return json.dumps(order)
+
+
+def modify_pending_order_items(
+    data: RetailState, /, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
+) -> str:
+    """Swap items of a pending order for other available variants of the same products (allowed once)."""
+    return _swap_items(data, order_id, item_ids, new_item_ids, payment_method_id, exchange=False)
 
 
 def return_delivered_order_items(
@@ -208,22 +211,7 @@ def exchange_delivered_order_items(
     data: RetailState, /, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
 ) -> str:
     """Request an exchange of delivered items for other available variants of the same products."""
-    order = _order_in(data, order_id, "delivered", "exchanged")
-    if isinstance(order, str):
-        return order
-    checked = _swap_checks(
-        data, order, item_ids, new_item_ids, payment_method_id, rounded=True, pays_for="the price difference"
-    )
-    if isinstance(checked, str):
-        return checked
-    diff, _ = checked
-    order = data.writable_order(order_id)
-    order["status"] = "exchange requested"
-    order["exchange_items"] = sorted(item_ids)
-    order["exchange_new_items"] = sorted(new_item_ids)
-    order["exchange_payment_method_id"] = payment_method_id
-    order["exchange_price_difference"] = diff
-    return json.dumps(order)
+    return _swap_items(data, order_id, item_ids, new_item_ids, payment_method_id, exchange=True)
 
 
 def modify_user_address(
