@@ -27,7 +27,9 @@ from typing import IO, Any
 import typer
 
 from josh.llm.models import cache_root, is_adapter_dir, resolve_model
+from josh.training.merge import merge_adapter
 from josh.util.atomic import write_atomic, write_folder_atomic
+from josh.util.errors import reported
 from josh.util.layout import SERVED_MARKER as MARKER
 
 INSTALL_HINT = "transformers serve needs its serving extra: pip install 'josh[serve]'"
@@ -67,8 +69,6 @@ def served_folder(model: str, *, tool_calls: bool = False, folder: str | Path | 
 
 def _merged(adapter: Path, folder: Path | None) -> Path:
     """The adapter merged into its base, reused while the adapter's weights are unchanged."""
-    from josh.training.merge import merge_adapter
-
     stamp = {"source": str(adapter.resolve()), "weights_mtime": _weights_mtime(adapter)}
     target = folder or cache_root() / "served" / f"{adapter.resolve().name}-{_key(adapter)}"
     if _stamp(target) == stamp:
@@ -273,8 +273,6 @@ def serve(
     print_folder: bool = typer.Option(False, help="only prepare the model folder and print its path (for vllm serve)"),
 ) -> None:
     """Serve a model behind an OpenAI-compatible endpoint (transformers serve) for --backend openai."""
-    from josh.util.errors import reported
-
     with reported():
         served = served_folder(model, tool_calls=tool_calls, folder=folder)
         if print_folder:

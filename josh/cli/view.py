@@ -26,11 +26,10 @@ from pydantic import ValidationError
 from josh.agents import protocol_named, protocols
 from josh.agents.protocol import AgentProtocol, Step
 from josh.run.diagnostics import CLASS_LABELS, CallVerdict
-from josh.search.tree import Node, Tree
+from josh.search.tree import Node, Tree, trees_file
 from josh.types import Goal, Message
 from josh.util.atomic import write_atomic
 from josh.util.jsonl import CorruptLineError, iter_jsonl
-from josh.util.layout import TREES as TREES_FILE
 from josh.util.layout import VIEW_INDEX as INDEX_FILE
 
 VIEW_DIR = "view"
@@ -211,16 +210,6 @@ def render_index(run: str, rows: list[IndexRow]) -> str:
     return _environment().get_template("view_index.html.jinja").render(run=run, rows=rows)
 
 
-def trees_path(run: str | Path) -> Path:
-    """The ``trees.jsonl`` of a run folder (or the file itself); raises ``ValueError`` when there is none."""
-    path = Path(run)
-    if path.is_dir():
-        path = path / TREES_FILE
-    if not path.is_file():
-        raise ValueError(f"no {TREES_FILE} at {path}: pass a rollout run folder or its {TREES_FILE}")
-    return path
-
-
 def _records(path: Path) -> Iterator[dict[str, Any]]:
     try:
         yield from iter_jsonl(path)
@@ -241,7 +230,7 @@ def _parse(record: dict[str, Any], where: Path) -> Tree:
 
 def load_tree(run: str | Path, task_id: str) -> Tree:
     """The tree of ``task_id`` in a run (read line by line); a clear ``ValueError`` when it is not there."""
-    path = trees_path(run)
+    path = trees_file(run)
     seen: list[str] = []
     for record in _records(path):
         if str(record.get("task_id")) == task_id:
@@ -286,7 +275,7 @@ def write_index(run: str | Path, out: str | Path | None = None) -> tuple[Path, l
     """Write every task's page and the index (default ``<run>/view/index.html``); returns the index path and rows.
 
     A record that is not a valid tree gets an index row saying why, and no page; the other tasks still render."""
-    path = trees_path(run)
+    path = trees_file(run)
     index = Path(out) if out else path.parent / VIEW_DIR / INDEX_FILE
     rows: list[IndexRow] = []
     written: set[str] = set()
@@ -318,7 +307,7 @@ def _natural(text: str) -> list[Any]:
 def write_task(run: str | Path, task_id: str, out: str | Path | None = None) -> Path:
     """Write one task's page (default ``<run>/view/<task>.html``) and return its path."""
     tree = load_tree(run, task_id)
-    page = Path(out) if out else trees_path(run).parent / VIEW_DIR / page_name(task_id)
+    page = Path(out) if out else trees_file(run).parent / VIEW_DIR / page_name(task_id)
     _write(page, render_tree(tree))
     return page
 

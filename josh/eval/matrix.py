@@ -22,14 +22,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from josh.agents import AGENTS
+from josh.agents import AGENTS, make_agent
 from josh.envs import build_env
 from josh.eval.evaluate import evaluate, load_results
 from josh.eval.metrics import Interval, PairedDifference, Summary, paired_difference
 from josh.eval.summary import fmt_interval
 from josh.llm.base import LLM, aclose_all
 from josh.run.components import LLMKey, build_llms, check_llms
-from josh.users import USERS
+from josh.users import USERS, make_user
 from josh.util.atomic import write_atomic
 from josh.util.layout import MATRIX_CONFIG as CONFIG_FILE
 from josh.util.layout import MATRIX_JSON, MATRIX_MD
@@ -138,9 +138,6 @@ class _Parts:
     before anything loads), one LLM per backend and model."""
 
     def __init__(self, config: MatrixConfig, agents: list[Spec], users: list[Spec]) -> None:
-        from josh.agents import make_agent
-        from josh.users import make_user
-
         for spec in agents:
             AGENTS.check(spec.kind, env=config.env, options={})
         for spec in users:

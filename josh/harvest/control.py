@@ -19,11 +19,10 @@ from josh.harvest.extract import (
     read_trees,
     row_key,
     sft_row,
-    trees_file,
     whitespace_tokens,
     write_all,
 )
-from josh.search.tree import Node, Tree
+from josh.search.tree import Node, Tree, trees_file
 
 
 def random_branch(tree: Tree, rng: random.Random) -> list[Node]:

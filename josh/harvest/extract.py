@@ -30,12 +30,13 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from josh.harvest.advantages import AdvantageConfig, AdvantageStats, advantage_rows
-from josh.search.tree import Node, Tree, path_messages
+from josh.llm.models import resolve_model
+from josh.search.tree import Node, Tree, path_messages, trees_file
 from josh.types import ErrorCategory, Message
 from josh.util.atomic import write_atomic
 from josh.util.jsonl import CorruptLineError, read_models
 from josh.util.layout import EXTRACT_STATS as STATS_FILE
-from josh.util.layout import TREES, rows_file
+from josh.util.layout import rows_file
 
 Row = dict[str, Any]
 
@@ -288,15 +289,6 @@ def _write_jsonl(path: Path, rows: list[Row]) -> None:
     write_atomic(path, (json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
-def trees_file(trees_path: str | Path) -> Path:
-    path = Path(trees_path)
-    if path.is_dir():
-        path = path / TREES
-    if not path.is_file():
-        raise FileNotFoundError(f"no trees file at {path} (run `josh rollout` first)")
-    return path
-
-
 def write_all(
     out_dir: Path, rows: Extracted, stats: ExtractStats, count: TokenCounter, formats: tuple[str, ...] = TRL_FORMATS
 ) -> None:
@@ -346,8 +338,6 @@ def extract(
 def hf_token_counter(name: str) -> TokenCounter:
     """Count tokens with a Hugging Face tokenizer (``smollm2`` or any name ``resolve_model`` knows)."""
     from transformers import AutoTokenizer
-
-    from josh.llm.models import resolve_model
 
     tok = AutoTokenizer.from_pretrained(resolve_model(name))
     return lambda text: len(tok.encode(text, add_special_tokens=False))

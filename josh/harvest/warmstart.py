@@ -20,11 +20,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from josh.agents import make_agent
 from josh.agents.prompted import AgentPrompt
 from josh.agents.protocol import RenderError
 from josh.envs.base import Env
 from josh.run.conversation import ConversationRecord, run_conversation
 from josh.types import Message, Task, system
+from josh.users import make_user
 from josh.util.atomic import write_atomic
 from josh.util.layout import WARMSTART_ROWS as ROWS_FILE
 from josh.util.layout import WARMSTART_STATS as STATS_FILE
@@ -69,9 +71,6 @@ def sft_row(prompt: AgentPrompt, task: Task, messages: Sequence[Message]) -> dic
 
 async def scripted_conversations(env: Env, tasks: Sequence[Task], config: WarmStartConfig) -> list[ConversationRecord]:
     """Oracle agent + rule-based user on every task (no LLM anywhere)."""
-    from josh.agents import make_agent
-    from josh.users import make_user
-
     oracle = make_agent("oracle", env)
     user_sim = make_user(config.user, None)
     return list(

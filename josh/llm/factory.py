@@ -17,6 +17,8 @@ from typing import Any
 
 from josh.llm.base import LLM
 from josh.llm.config import HFConfig, LLMConfig, OpenAIConfig, ScriptedConfig, VLLMConfig
+from josh.llm.scripted import ScriptedLLM
+from josh.llm.vllm import VLLMLLM
 from josh.registry import Registry
 from josh.util.errors import VLLM_INSTALL
 
@@ -64,26 +66,22 @@ def build_llm(config: LLMConfig, *, policy: Any = None) -> LLM:
 
 
 def _hf(config: HFConfig, policy: Any) -> LLM:
-    from josh.llm.hf import HFLLM
+    from josh.llm.hf import HFLLM  # deferred: loads huggingface_hub, tokenizers, torch, transformers
 
     return HFLLM(config.model, **config.settings())
 
 
 def _vllm(config: VLLMConfig, policy: Any) -> LLM:
-    from josh.llm.vllm import VLLMLLM
-
     return VLLMLLM(config.model, **config.settings())
 
 
 def _openai(config: OpenAIConfig, policy: Any) -> LLM:
-    from josh.llm.openai import OpenAILLM
+    from josh.llm.openai import OpenAILLM  # deferred: loads openai
 
     return OpenAILLM(config.model or "", **config.settings())
 
 
 def _scripted(config: ScriptedConfig, policy: Any) -> LLM:
-    from josh.llm.scripted import ScriptedLLM
-
     if policy is None:
         policy = config.replies
     if policy is None or (isinstance(policy, Sequence) and not isinstance(policy, str) and not policy):

@@ -238,7 +238,10 @@ class HFLLM(Backend):
         grammars = [s.grammar for s in specs]
         if not any(grammars):
             return []
-        from josh.llm.hf_grammar import GrammarMask, grammar_tokenizer
+        from josh.llm.hf_grammar import (  # deferred: loads huggingface_hub, torch, transformers
+            GrammarMask,
+            grammar_tokenizer,
+        )
 
         if self._ll_tokenizer is None:
             vocab = self.net.get_output_embeddings().weight.shape[0]

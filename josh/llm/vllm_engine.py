@@ -21,6 +21,8 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from josh.llm.batcher import Batcher
+
 T = TypeVar("T")
 
 
@@ -154,8 +156,6 @@ class BatchedEngine:
     its whole batch. ``owned``: ``shutdown`` also stops the engine."""
 
     def __init__(self, llm: Any, *, max_batch_size: int, window_s: float = 0.01, owned: bool = False) -> None:
-        from josh.llm.batcher import Batcher
-
         self.llm, self._owned, self.dead = llm, owned, None
         self.args = {"model": llm.llm_engine.model_config.model, "enable_lora": False, "max_num_seqs": max_batch_size}
         self.tokenizer = llm.get_tokenizer()

@@ -14,6 +14,17 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from josh.llm.models import ModelNotFoundError
+from josh.loop.recipe import load_loop_recipe
+from josh.loop.render import print_loop_report, print_seeds_report
+from josh.loop.report import load_loop_report
+from josh.loop.runner import Loop
+from josh.loop.seeds import run_seeds
+from josh.training.data import DatasetError
+from josh.training.model import TemplateError
+from josh.training.recipe import RecipeError
+from josh.util.quiet import noise_to
+
 DEMO_RECIPE = Path("recipes") / "demo-cpu.yaml"
 
 
@@ -32,16 +43,6 @@ def run_with_table(recipe_path: str, overrides: list[str], *, progress: bool = T
     # Idle OpenMP threads sleep instead of spinning: on a CPU shared with other work, spinning threads made CPU
     # generation several times slower (measured: 24 s vs 5 s for 32 tokens). Must be set before torch loads.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    from josh.llm.models import ModelNotFoundError
-    from josh.loop.recipe import load_loop_recipe
-    from josh.loop.render import print_loop_report, print_seeds_report
-    from josh.loop.report import load_loop_report
-    from josh.loop.runner import Loop
-    from josh.loop.seeds import run_seeds
-    from josh.training.data import DatasetError
-    from josh.training.model import TemplateError
-    from josh.training.recipe import RecipeError
-    from josh.util.quiet import noise_to
 
     console = Console()
     start = time.perf_counter()

@@ -40,6 +40,8 @@ from rich.console import Console
 from josh.harvest.warmstart import WarmStartConfig
 from josh.loop.online import OnlineArms
 from josh.loop.recipe import LoopRecipe
+from josh.loop.render import save_report
+from josh.loop.report import build_report
 from josh.loop.result import RETRAIN, Evaluated, LoopResult, Note, Pair, RoundRecord
 from josh.loop.stages import (
     Builder,
@@ -403,9 +405,6 @@ class Loop(OnlineArms):
         return train.adapter, label
 
     def write_report(self) -> Path:
-        from josh.loop.render import save_report
-        from josh.loop.report import build_report
-
         title = "josh loop: " + "/".join(self.run_dir.parts[-2:])
         path = save_report(build_report(self.result, title=title), self.run_dir)
         self.ctx.log(f"report -> {path}")

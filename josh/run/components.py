@@ -15,15 +15,17 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from josh.agents import AGENTS, Agent
+from josh.agents import AGENTS, Agent, make_agent
 from josh.envs import ENVIRONMENTS, build_env
 from josh.envs.base import Env
 from josh.llm.base import LLM, Sampling, aclose_all
 from josh.llm.config import LLMConfig
+from josh.llm.factory import build_llm, check_buildable, llm_config
+from josh.llm.health import check_connections
 from josh.run.info import RunInfo, run_info
 from josh.run.spec import RunSpec
 from josh.types import Task
-from josh.users import USERS, UserSimulator
+from josh.users import USERS, UserSimulator, make_user
 
 T = TypeVar("T")
 
@@ -108,9 +110,6 @@ def check_llms(wanted: dict[LLMKey, dict[str, Any]], *, check_connection: bool =
     """The config of each LLM in ``wanted`` (key: backend, model, base URL; value: its backend settings), each checked
     (``ValueError``: a bad setting, a backend package missing) and every HTTP endpoint asked once whether it answers
     (``LLMError``), without loading a model. Every josh run builds its LLMs from these (``build_llms``)."""
-    from josh.llm.factory import build_llm, check_buildable, llm_config
-    from josh.llm.health import check_connections
-
     configs: dict[LLMKey, LLMConfig] = {}
     for key, settings in wanted.items():
         configs[key] = llm_config(key[0], key[1], **settings, **({"base_url": key[2]} if key[2] else {}))
@@ -122,8 +121,6 @@ def check_llms(wanted: dict[LLMKey, dict[str, Any]], *, check_connection: bool =
 
 def build_llms(configs: dict[LLMKey, LLMConfig]) -> dict[LLMKey, LLM]:
     """One LLM per checked config (``check_llms``)."""
-    from josh.llm.factory import build_llm
-
     return {key: build_llm(config) for key, config in configs.items()}
 
 
@@ -143,9 +140,6 @@ def preflight(options: ComponentOptions, *, check_connection: bool = True) -> di
 def build_components(options: ComponentOptions, *, check_connection: bool = True) -> Components:
     """Build everything ``options`` names, after ``preflight`` (so a bad name, a bad setting or an unreachable HTTP
     backend stops the run before any model loads)."""
-    from josh.agents import make_agent
-    from josh.users import make_user
-
     configs = preflight(options, check_connection=check_connection)
     agent_key, user_key = _llm_keys(options)
     env = build_env(options.env, options.data)

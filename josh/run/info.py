@@ -15,6 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from josh import __version__
+from josh.llm.models import adapter_base, is_adapter_dir
+
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -55,8 +58,6 @@ def git_commit(root: Path = SOURCE_ROOT) -> str | None:
 
 def split_adapter(model: str | None) -> tuple[str | None, str | None]:
     """(base model, adapter folder) for a model name that may be a ``josh train`` checkpoint folder."""
-    from josh.llm.models import adapter_base, is_adapter_dir
-
     if model and is_adapter_dir(model):
         return adapter_base(model), str(Path(model).resolve())
     return model, None
@@ -64,8 +65,6 @@ def split_adapter(model: str | None) -> tuple[str | None, str | None]:
 
 def run_info(**fields: Any) -> RunInfo:
     """A ``RunInfo`` for this process: version, commit, command line and start time, plus ``fields``."""
-    from josh import __version__
-
     model, adapter = split_adapter(fields.pop("model", None))
     return RunInfo(
         josh_version=__version__,

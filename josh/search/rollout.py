@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from josh.agents.base import Agent
 from josh.envs.base import Env
 from josh.llm.base import Spent
+from josh.llm.health import stop_if_failing
 from josh.run.components import ComponentOptions, build_components
 from josh.run.info import RunInfo
 from josh.search.algorithm import SearchConfig, search
@@ -292,8 +293,6 @@ class RolloutOptions(BaseModel):
 def rollout_from_options(options: RolloutOptions, *, progress: bool = True) -> RunStats:
     """Build env, LLM(s), agent and user from ``options`` and run the rollouts to the end; a backend that fails
     every request stops the run (``BackendDownError``)."""
-    from josh.llm.health import stop_if_failing
-
     built = build_components(options.components)
     try:
         return built.run(

@@ -18,6 +18,7 @@ Nodes grown after the last reward carry none of ideal/partial/pruned: they are r
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -25,6 +26,7 @@ from pydantic import BaseModel, Field
 from josh.llm.base import Spent
 from josh.run.diagnostics import CallVerdict
 from josh.types import ErrorCategory, Goal, Message, system, user
+from josh.util.layout import TREES
 
 
 class Node(BaseModel):
@@ -148,3 +150,17 @@ def transcript_of(tree_nodes: list[Node]) -> list[Message]:
         if n.user is not None:
             out.append(user(n.user))
     return out
+
+
+class NoTreesError(FileNotFoundError, ValueError):
+    """A run folder (or path) with no search trees: a missing file, and a bad argument."""
+
+
+def trees_file(run: str | Path) -> Path:
+    """The ``trees.jsonl`` of a rollout folder (or the file itself); ``NoTreesError`` when there is none."""
+    path = Path(run)
+    if path.is_dir():
+        path = path / TREES
+    if not path.is_file():
+        raise NoTreesError(f"no {TREES} at {path}: pass a rollout run folder or its {TREES} (run `josh rollout` first)")
+    return path

@@ -7,7 +7,10 @@ import math
 from pathlib import Path
 from typing import Any
 
+from josh.training.data import to_dataset
 from josh.training.launch import uses_configured_state
+from josh.training.memory import lean_loss_head
+from josh.training.model import lora_config
 from josh.training.recipe import RecipeError, TrainRecipe
 
 
@@ -98,10 +101,6 @@ def trl_trainer(
 ) -> Any:  # fmt: skip
     """A TRL ``trainer`` class built on ``rows`` with the recipe's fresh LoRA adapter (``peft=False``: the model
     already carries the adapter it trains), after switching on the lean loss head."""
-    from josh.training.data import to_dataset
-    from josh.training.memory import lean_loss_head
-    from josh.training.model import lora_config
-
     lean_loss_head()
     return trainer(
         model=model,

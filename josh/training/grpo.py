@@ -21,18 +21,35 @@ import time
 from pathlib import Path
 from typing import Any
 
+from josh.agents import AGENTS, make_agent
+from josh.envs import build_env
+from josh.llm.base import Sampling
+from josh.run.components import build_llms, check_llms
 from josh.training.config import base_arguments
+from josh.training.data import to_dataset
 from josh.training.grpo_ledger import rollout_ledger
-from josh.training.model import lora_config
+from josh.training.grpo_rollout import (
+    BoundedLLM,
+    RolloutStats,
+    WatchedEnv,
+    converse,
+    derive_seed,
+    encode,
+    mark_equal_groups,
+    run_batch,
+    tally,
+)
+from josh.training.grpo_vllm import vllm_arguments
+from josh.training.memory import lean_loss_head
+from josh.training.model import load_tokenizer, lora_config
 from josh.training.recipe import RecipeError, TrainRecipe
+from josh.users import USERS, make_user
 
 NOT_IN_GRPO_CONFIG = ("max_length", "dataset_num_proc")
 
 
 def tasks_of(recipe: TrainRecipe) -> tuple[Any, list[Any]]:
     """The environment and the training tasks the ``grpo`` section names."""
-    from josh.envs import build_env
-
     spec = recipe.grpo
     env = build_env(spec.env, spec.data)
     tasks = env.tasks(spec.split)
@@ -48,9 +65,6 @@ def tasks_of(recipe: TrainRecipe) -> tuple[Any, list[Any]]:
 
 def check_recipe(recipe: TrainRecipe, n_tasks: int) -> None:
     """Refuse before any model loads: no tasks, batches that split groups, components GRPO cannot train."""
-    from josh.agents import AGENTS
-    from josh.users import USERS
-
     spec, opt = recipe.grpo, recipe.optim
     if n_tasks == 0:
         raise RecipeError(f"grpo: no {spec.split} tasks to train on (check grpo.split, skip, limit, task_ids)")
@@ -82,8 +96,6 @@ def check_recipe(recipe: TrainRecipe, n_tasks: int) -> None:
 
 def prepare_tasks(recipe: TrainRecipe) -> tuple[list[dict[str, Any]], Any]:
     """The dataset rows (one per task) and the tokenizer, after every cheap check."""
-    from josh.training.model import load_tokenizer
-
     env, tasks = tasks_of(recipe)
     check_recipe(recipe, len(tasks))
     tokenizer = load_tokenizer(recipe, need_masks=True)
@@ -92,8 +104,6 @@ def prepare_tasks(recipe: TrainRecipe) -> tuple[list[dict[str, Any]], Any]:
 
 def grpo_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
     """``GRPOConfig`` keyword arguments: the shared ones, then GRPO's own (and the vLLM engine's, if it generates)."""
-    from josh.training.grpo_vllm import vllm_arguments
-
     spec = recipe.grpo
     args = {k: v for k, v in base_arguments(recipe, output_dir).items() if k not in NOT_IN_GRPO_CONFIG}
     args["include_num_input_tokens_seen"] = "no"  # GRPO counts the prompt and completion tokens it trains on
@@ -118,9 +128,6 @@ class ConversationRollout:
     """TRL's ``rollout_func`` (see ``josh.training.grpo_rollout``), keeping a running ``RolloutStats``."""
 
     def __init__(self, recipe: TrainRecipe, tokenizer: Any) -> None:
-        from josh.training.grpo_rollout import RolloutStats, WatchedEnv
-        from josh.users import make_user
-
         self.recipe, self.tokenizer = recipe, tokenizer
         env, tasks = tasks_of(recipe)
         self.env = WatchedEnv(env)
@@ -136,24 +143,19 @@ class ConversationRollout:
         spec = self.recipe.grpo
         if spec.user_backend is None:
             return None
-        from josh.run.components import build_llms, check_llms
 
         key = (spec.user_backend, spec.user_model, spec.user_base_url)
         return build_llms(check_llms({key: {}}))[key]
 
     def agent_on(self, llm: Any) -> Any:
         """The recipe's agent generating with ``llm`` (bounded by ``max_length``) at the recipe's sampling."""
-        from josh.agents import make_agent
-        from josh.llm.base import Sampling
-        from josh.training.grpo_rollout import BoundedLLM
-
         spec = self.recipe.grpo
         sampling = Sampling(temperature=spec.temperature, top_p=spec.top_p, max_new_tokens=spec.max_new_tokens)
         bounded = BoundedLLM(llm, self.tokenizer, self.recipe.max_length)
         return make_agent(spec.agent, self.env, bounded, **{**spec.agent_options, "sampling": sampling})
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        from josh.llm.hf import HFLLM
+        from josh.llm.hf import HFLLM  # deferred: loads huggingface_hub, tokenizers, torch, transformers
 
         spec = self.recipe.grpo
         keys = [prompt[-1]["content"] for prompt in prompts]
@@ -181,8 +183,6 @@ class ConversationRollout:
     def batch_seed(self, trainer: Any) -> int:
         """The seed of this rollout batch: the recipe's seed, the process, the optimizer step and the batch's place
         in that step, so a resumed run samples what the uninterrupted one would have."""
-        from josh.training.grpo_rollout import derive_seed
-
         step = trainer.state.global_step
         nth = self.batches_at[step] = self.batches_at.get(step, -1) + 1
         return derive_seed(self.recipe.seed, trainer.accelerator.process_index, step, nth)
@@ -191,8 +191,6 @@ class ConversationRollout:
         """One conversation per task id in ``keys`` (groups of ``num_generations`` in a row), as TRL's rollout
         output: token ids, the agent-token mask and the environment's reward (``None`` for a skipped one). With
         ``seed``, every conversation samples from its own seed derived from it (``None``: unseeded)."""
-        from josh.training.grpo_rollout import converse, derive_seed, encode, mark_equal_groups, run_batch, tally
-
         started = time.perf_counter()
         spec = self.recipe.grpo
         seeds = [None if seed is None else derive_seed(seed, i) for i in range(len(keys))]
@@ -225,9 +223,6 @@ def build_trainer(
     recipe: TrainRecipe, rows: list[dict[str, Any]], model: Any, tokenizer: Any, output_dir: Path, callbacks: list
 ) -> Any:
     from trl import GRPOConfig, GRPOTrainer
-
-    from josh.training.data import to_dataset
-    from josh.training.memory import lean_loss_head
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL; josh pins TRL
     rollout = ConversationRollout(recipe, tokenizer)

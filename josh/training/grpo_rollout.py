@@ -41,6 +41,7 @@ from pydantic import BaseModel, Field
 
 from josh.envs.base import Env
 from josh.llm.base import LLMError, aclose_all
+from josh.run.conversation import run_conversation
 from josh.types import ErrorCategory, Message, Task
 
 SKIP_REASONS = ("too_long", "env_error", "user_error", "agent_error", "llm_error", "no_turn")
@@ -206,8 +207,6 @@ async def converse(
 ) -> tuple[Any, Trace]:
     """One conversation (``None`` when the environment raised outside a tool call) and what went wrong in it; with
     ``seed``, the agent's samples are seeded from it."""
-    from josh.run.conversation import run_conversation
-
     trace = Trace(seed=seed)
     _TRACE.set(trace)  # this task's own context: concurrent conversations each see their own trace
     try:

@@ -22,6 +22,9 @@ import importlib.util
 import os
 from typing import Any
 
+from josh.llm.config import VLLMConfig
+from josh.llm.vllm import VLLMLLM
+from josh.llm.vllm_engine import BatchedEngine
 from josh.training.recipe import RecipeError, TrainRecipe
 
 CPU_KV_CACHE_GIB = "2"  # VLLM_CPU_KVCACHE_SPACE for the colocated engine when the user has not set it
@@ -53,9 +56,5 @@ def vllm_arguments(recipe: TrainRecipe) -> dict[str, Any]:
 def colocated_backend(llm: Any, max_batch_size: int) -> Any:
     """josh's vllm backend over TRL's engine: the same prompts, sampling and completions as ``--backend vllm``, its
     concurrent requests batched into ``LLM.generate`` (``BatchedEngine``; the engine is TRL's and outlives it)."""
-    from josh.llm.config import VLLMConfig
-    from josh.llm.vllm import VLLMLLM
-    from josh.llm.vllm_engine import BatchedEngine
-
     engine = BatchedEngine(llm, max_batch_size=max_batch_size)
     return VLLMLLM(_engine=engine, _config=VLLMConfig(model=engine.args["model"], max_batch_size=max_batch_size))

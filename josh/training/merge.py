@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from josh.llm.models import ModelNotFoundError, adapter_base, is_adapter_dir, resolve_model
+from josh.training.model import torch_dtype
 from josh.util.atomic import write_atomic
 
 
@@ -16,9 +18,6 @@ def merge_adapter(adapter: str | Path, out: str | Path, *, dtype: str = "float32
     """``adapter`` merged into its base (``peft`` ``merge_and_unload``), written to ``out`` with its tokenizer."""
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from josh.llm.models import ModelNotFoundError, adapter_base, is_adapter_dir, resolve_model
-    from josh.training.model import torch_dtype
 
     adapter, out = Path(adapter), Path(out)
     if not is_adapter_dir(adapter):

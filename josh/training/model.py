@@ -7,7 +7,7 @@ import importlib.resources
 from pathlib import Path
 from typing import Any
 
-from josh.llm.models import ModelNotFoundError, four_bit, resolve_model
+from josh.llm.models import ModelNotFoundError, four_bit, is_adapter_dir, resolve_model
 from josh.training.recipe import LoraSpec, QuantizationSpec, TrainRecipe
 
 
@@ -126,8 +126,6 @@ def load_model(recipe: TrainRecipe) -> Any:
 def with_trainable_adapter(model: Any, folder: str) -> Any:
     """``model`` with a trained LoRA adapter attached and trainable, so fine-tuning continues from it."""
     from peft import PeftModel
-
-    from josh.llm.models import is_adapter_dir
 
     if not is_adapter_dir(folder):
         raise ModelNotFoundError(f"model.adapter {folder!r} is not a PEFT adapter folder (no adapter_config.json)")

@@ -8,8 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from josh.run.info import run_info
 from josh.training.recipe import TrainRecipe
 from josh.util.atomic import write_atomic
+from josh.util.progress import stage_progress
 
 
 def progress_callback(log_path: Path, *, enabled: bool = True) -> Any:
@@ -17,8 +19,6 @@ def progress_callback(log_path: Path, *, enabled: bool = True) -> Any:
     terminal, every log dict appended to ``log_path`` as one JSON line."""
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     from transformers import TrainerCallback
-
-    from josh.util.progress import stage_progress
 
     class TrainProgress(TrainerCallback):
         def __init__(self) -> None:
@@ -68,8 +68,6 @@ def quiet_trainer(trainer: Any, log_path: Path, *, progress: bool = True) -> Non
 
 def write_model_card(run_dir: Path, recipe: TrainRecipe, metrics: dict[str, Any], source: str | None) -> Path:
     """``run_dir/README.md``: what was trained, on what, how, and how to use it (replaces the generated card)."""
-    from josh.run.info import run_info
-
     info = run_info(recipe=source)
     base = recipe.model.name
     kind = "LoRA adapter" if recipe.lora.enabled else "fine-tune"

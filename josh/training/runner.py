@@ -16,9 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from josh.training import data as data_mod
+from josh.training.config import check_liger_kernel, check_report_to, with_min_steps
+from josh.training.launch import process_state
+from josh.training.model import load_model, load_tokenizer, model_path
 from josh.training.recipe import RecipeError, TrainRecipe
+from josh.training.reporting import quiet_trainer, write_model_card
 from josh.util.atomic import write_atomic
 from josh.util.layout import METRICS, TRAIN_LOG, TRAIN_RECIPE
+from josh.util.quiet import noise_to
 
 
 class RunExistsError(FileExistsError):
@@ -71,8 +76,6 @@ def _metrics_callback() -> Any:
 
 def prepare(recipe: TrainRecipe, *, resume: bool) -> tuple[list[dict[str, Any]], Any, Path | None]:
     """Everything that can fail cheaply: data, method checks, tokenizer, lengths, the run folder."""
-    from josh.training.config import check_liger_kernel, check_report_to
-
     check_report_to(recipe.report_to)
     check_liger_kernel(recipe.optim.liger_kernel)
     if recipe.method == "grpo":
@@ -90,8 +93,6 @@ def prepare(recipe: TrainRecipe, *, resume: bool) -> tuple[list[dict[str, Any]],
 
 def _prepare_rows(recipe: TrainRecipe) -> tuple[list[dict[str, Any]], Any]:
     """Read, check and length-filter the rows of a file-based method; the tokenizer with its training template."""
-    from josh.training.model import load_tokenizer
-
     if recipe.data is None:
         raise RecipeError("no training data: set data in the recipe or pass --data PATH")
     rows = data_mod.read_rows(recipe.data, recipe.method)
@@ -118,12 +119,6 @@ def train(recipe: TrainRecipe, *, resume: bool = False, source: str | None = Non
     """Train per ``recipe`` and return the run folder; ``source`` (the recipe file) goes into the model card.
 
     The terminal shows one progress bar; library warnings and progress bars go to ``train.log``."""
-    from josh.training.config import with_min_steps
-    from josh.training.launch import process_state
-    from josh.training.model import load_model, model_path
-    from josh.training.reporting import quiet_trainer, write_model_card
-    from josh.util.quiet import noise_to
-
     state = process_state()
     with state.main_process_first():  # the first use of `smollm2` converts it once, in the main process
         model_path(recipe.model.name)

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from josh.training.config import base_arguments
-from josh.training.data import DatasetError
+from josh.training.data import DatasetError, to_dataset
+from josh.training.memory import lean_loss_head
 from josh.training.model import lora_config
 from josh.training.recipe import TrainRecipe
 
@@ -86,9 +87,6 @@ def build_trainer(
     recipe: TrainRecipe, rows: list[dict[str, Any]], model: Any, tokenizer: Any, output_dir: Path, callbacks: list
 ) -> Any:
     from trl import SFTConfig
-
-    from josh.training.data import to_dataset
-    from josh.training.memory import lean_loss_head
 
     args = SFTConfig(**base_arguments(recipe, output_dir), assistant_only_loss=True, completion_only_loss=True)
     lean_loss_head()

@@ -18,6 +18,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
+from josh.util.errors import verbose
+
 
 class _Router(io.TextIOBase):
     """A stand-in for ``sys.stderr`` that writes to the innermost log file, or to the real stream."""
@@ -73,8 +75,6 @@ def terminal() -> IO[str]:
 def noise_to(path: str | Path | None) -> Iterator[Path | None]:
     """Append everything written to standard error inside the block to ``path`` (None, or ``josh --verbose``:
     leave it on the terminal). Yields the log file's path."""
-    from josh.util.errors import verbose
-
     if path is None or verbose():
         yield None
         return

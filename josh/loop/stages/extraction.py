@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from josh.harvest.control import extract_random
+from josh.harvest.extract import extract, hf_token_counter
 from josh.loop.stages.base import Stage, StageContext
 from josh.loop.stages.manifest import Input
 from josh.util.jsonl import iter_jsonl
@@ -68,9 +70,6 @@ class ExtractStage(Stage):
         )
 
     def run(self) -> None:
-        from josh.harvest.control import extract_random
-        from josh.harvest.extract import extract, hf_token_counter
-
         spec, setup = self.ctx.recipe.extract, self.ctx.recipe.setup
         count, counter = None, "whitespace"
         if setup.backend in ("hf", "vllm"):  # the policy's own tokenizer counts the harvested tokens
@@ -120,8 +119,6 @@ class TreeExtractStage(Stage):
         return _lines(self.rows)
 
     def run(self) -> None:
-        from josh.harvest.extract import extract
-
         stats = extract(self.trees, self.folder, formats=("tree",), advantages=self.ctx.recipe.advantages)
         self.ctx.log(
             f"  {stats.tree_rows} sibling turns from {stats.tree_groups - stats.tree_zero_groups} groups "

@@ -8,12 +8,11 @@ from typing import Any
 
 from josh.loop.stages.base import Stage, StageContext
 from josh.loop.stages.manifest import Input
+from josh.training.merge import merge_adapter
 
 
 def merge_with_peft(adapter: Path, out: Path, dtype: str) -> Path:
     """The real merger (PEFT ``merge_and_unload``); tests inject a cheaper one."""
-    from josh.training.merge import merge_adapter
-
     return merge_adapter(adapter, out, dtype=dtype)
 
 

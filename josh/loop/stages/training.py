@@ -10,7 +10,9 @@ from typing import Any
 
 from josh.loop.stages.base import Stage, StageContext
 from josh.loop.stages.manifest import Input
+from josh.training.data import DatasetError
 from josh.training.recipe import RecipeError, TrainRecipe
+from josh.training.runner import last_checkpoint, train
 from josh.util.atomic import write_atomic
 from josh.util.layout import METRICS, TRAIN_DATA
 from josh.util.layout import TRAIN_ENDED as ENDED
@@ -18,8 +20,6 @@ from josh.util.layout import TRAIN_ENDED as ENDED
 
 def train_with_trl(recipe: TrainRecipe, resume: bool) -> Path:
     """The real trainer (TRL + PEFT); tests inject a cheaper one."""
-    from josh.training.runner import train
-
     return train(recipe, resume=resume)
 
 
@@ -95,9 +95,6 @@ class TrainStage(Stage):
         return self.ended.read_text(encoding="utf-8").strip() if self.ended.is_file() else "no reason recorded"
 
     def run(self) -> None:
-        from josh.training.data import DatasetError
-        from josh.training.runner import last_checkpoint
-
         self.ended.unlink(missing_ok=True)
         _concat(self.sources, self.data, random.Random(self.seed) if self.shuffle else None)
         if self.metrics.is_file():

@@ -6,16 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from josh.agents import agent_prompt
 from josh.agents.prompted import AgentPrompt
-from josh.harvest.warmstart import WarmStartConfig
+from josh.harvest.warmstart import WarmStartConfig, warm_start
 from josh.loop.stages.base import Stage, StageContext
 from josh.util.layout import WARMSTART_ROWS as ROWS_FILE
 
 
 def prompt_of(ctx: StageContext) -> AgentPrompt:
     """What the recipe's prompted agent shows its model (system prompt, preamble, tools), without a model."""
-    from josh.agents import agent_prompt
-
     setup = ctx.recipe.setup
     return agent_prompt(setup.agent, ctx.env, **setup.agent_options)
 
@@ -36,8 +35,6 @@ class WarmStartStage(Stage):
         return [self.rows]
 
     def run(self) -> None:
-        from josh.harvest.warmstart import warm_start
-
         train = self.ctx.env.tasks(self.ctx.recipe.rollout.split)
         stats = warm_start(self.ctx.env, train, prompt_of(self.ctx), self.folder, self.config)
         self.ctx.log(f"  {stats.rows} demonstrations from {stats.conversations} scripted conversations")
