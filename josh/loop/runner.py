@@ -15,7 +15,7 @@ and/or KTO → evaluation on the same held-out tasks, optional controls, and a r
     round-R/train-kto/ eval-kto/     the KTO arm: JOSH-KTO on the base, or JOSH-SFT+KTO on merge-sft
     round-R/control-random/data/ train/ eval/   one random branch per tree instead of the ideal path (data/ only in
                                      a round before the last control round: its rows accumulate)
-    round-R/extract-tree/ train-tree/ eval-tree/ train-grpo/ eval-grpo/   the tree and GRPO arms (josh.loop.online)
+    round-R/extract-tree/ train-tree/ eval-tree/ train-grpo/ eval-grpo/   the tree and GRPO arms (josh.loop.arms)
     <train>-seed<k>/ <eval>-seed<k>/ a model at its k-th further training seed (train_seeds); KTO on SFT trains
                                      on that seed's SFT model, merged into merge-sft-seed<k>/
     report.md, report.json, plots/
@@ -38,7 +38,10 @@ from typing import Any
 from rich.console import Console
 
 from josh.harvest.warmstart import WarmStartConfig
-from josh.loop.online import OnlineArms
+from josh.loop.arms import ARMS
+from josh.loop.arms.base import BASE, WARM_START, Model, Round, model_label
+from josh.loop.arms.control_random import draws_in, run_control_random
+from josh.loop.arms.control_retrain import run_control_retrain
 from josh.loop.recipe import LoopRecipe
 from josh.loop.render import save_report
 from josh.loop.report import build_report
@@ -55,7 +58,6 @@ from josh.loop.stages import (
     TrainStage,
     Unfinished,
     WarmStartStage,
-    kto_labels,
     merge_with_peft,
     rollout_tasks,
     train_with_trl,
@@ -65,12 +67,10 @@ from josh.training.recipe import TrainRecipe
 from josh.util.atomic import write_atomic
 from josh.util.layout import LOOP_RECIPE
 
-RETRAIN_SEED_OFFSET = 1000  # control-retrain's training seed, past the warm start's
 TRAIN_SEED_STEP = 100  # train_seeds: the k-th further training seed of a model is its seed + k * TRAIN_SEED_STEP
-Model = tuple[Path, str]  # an evaluated adapter and its label
 
 
-class Loop(OnlineArms):
+class Loop:
     """Runs one seed of a ``LoopRecipe`` stage by stage; see the module docstring. The trainer, the component
     builder and the merger are injected (tests run the whole loop without a model); ``dry`` runs nothing and reports
     what is done."""
@@ -89,6 +89,7 @@ class Loop(OnlineArms):
         self.recipe = recipe
         self.ctx = StageContext(recipe, trainer, builder, merger, console or Console(), progress, dry)
         self.run_dir = recipe.run_dir
+        self.grpo_start: Path | None = None
 
     @property
     def result(self) -> LoopResult:
@@ -114,7 +115,7 @@ class Loop(OnlineArms):
         recipe = self.recipe
         round0 = self.run_dir / "round-0"
         self.policy: str | Path = str(recipe.setup.model)
-        self.policy_label = "base"
+        self.policy_label = BASE
         self.sft_sources: list[Path] = []
         self.kto_sources: list[Path] = []
         self.control_sources: list[Path] = []  # control-random's rows so far: random branches, never ideal paths
@@ -122,7 +123,7 @@ class Loop(OnlineArms):
         for r in range(1, recipe.rounds + 1):
             rollout_tasks(self.ctx, r)  # every round has tasks to search, checked before hours of work
         if recipe.baseline:
-            self.evaluate("base", 0, round0 / "baseline", self.policy, "base")
+            self.evaluate(BASE, 0, round0 / "baseline", self.policy, BASE)
         warm: Path | None = None
         if recipe.warm_start is not None and recipe.warm_start.enabled and recipe.sft is not None:
             warm = self.warm_start(recipe.warm_start)
@@ -133,16 +134,16 @@ class Loop(OnlineArms):
             train = self.train_stage("warm-start train", round0 / "warmstart" / "train", warm_sft, [warm], "sft")
             if train.adapter is None:
                 raise ValueError(f"the warm start could not be trained: {train.why_ended()}")
-            self.evaluate("warm start", 0, round0 / "warmstart" / "eval", train.adapter, "warm start")
+            self.evaluate(WARM_START, 0, round0 / "warmstart" / "eval", train.adapter, WARM_START)
             self.seed_variants(
-                "warm start", round0 / "warmstart" / "train", round0 / "warmstart" / "eval", [warm], arm=warm_sft
+                WARM_START, round0 / "warmstart" / "train", round0 / "warmstart" / "eval", [warm], arm=warm_sft
             )
-            self.result.compare("warm start", "base", "warm start")
-            self.policy, self.policy_label = train.adapter, "warm start"
+            self.result.compare(WARM_START, BASE, "warm start")
+            self.policy, self.policy_label = train.adapter, WARM_START
         start = self.policy_label
         self.grpo_start = self.policy if isinstance(self.policy, Path) else None
         if recipe.controls.retrain:
-            self._retrain_control(warm, start)
+            run_control_retrain(self, warm, start)
         final: str | None = None
         for r in range(1, recipe.rounds + 1):
             final = self._round(r) or final
@@ -208,149 +209,32 @@ class Loop(OnlineArms):
             self.result.compare(final, RETRAIN, "JOSH vs control")
 
     def _round(self, r: int) -> str | None:
-        """One round; returns the label of the policy arm's new model, if it trained one."""
+        """One round: search, extract, every enabled arm in order, the controls; returns the label of the policy
+        arm's new model, if it trained one."""
         recipe = self.recipe
-        folder = self.run_dir / f"round-{r}"
-        policy, policy_label = self.policy, self.policy_label
-        rollouts = self.rollouts(r, policy)
+        rollouts = self.rollouts(r, self.policy)
         extracted = self.extract(r, rollouts)
-        record = RoundRecord(round=r, policy=policy_label, rollouts=rollouts.folder, extract=extracted.folder)
+        record = RoundRecord(round=r, policy=self.policy_label, rollouts=rollouts.folder, extract=extracted.folder)
         self.result.rounds.append(record)
-        prior = list(self.sft_sources) if recipe.accumulate else []
-        start = policy if recipe.sft_from == "policy" and isinstance(policy, Path) else None
-        models: dict[str, Model | None] = {}
-        if recipe.sft is not None:
-            models["sft"] = self._sft_arm(r, folder, prior, extracted, start, policy_label)
-        if recipe.kto is not None:
-            models["kto"] = self._kto_arm(r, folder, extracted, models.get("sft"), policy_label)
-        if recipe.tree is not None:
-            models["tree"] = self.tree_arm(r, folder, rollouts, policy, policy_label)
-        if recipe.grpo is not None:
-            models["grpo"] = self.grpo_arm(r, folder, rollouts, policy_label)
-        trains_control = recipe.controls.random and (recipe.controls.rounds is None or r in recipe.controls.rounds)
-        if trains_control or self._later_control(r):
-            record.control = self._random_control(r, folder, rollouts, extracted, start, policy_label, trains_control)
+        round_ = Round(
+            number=r, folder=self.run_dir / f"round-{r}", rollouts=rollouts, extracted=extracted,
+            policy=self.policy, policy_label=self.policy_label,
+            start=self.policy if recipe.sft_from == "policy" and isinstance(self.policy, Path) else None,
+            prior_sft=list(self.sft_sources) if recipe.accumulate else [],
+        )  # fmt: skip
+        for arm in ARMS:
+            if arm.enabled(recipe):
+                round_.models[arm.key] = arm.run(self, round_)
+        if draws_in(self, r):
+            record.control = run_control_random(self, round_)
         if recipe.accumulate:
             self.sft_sources.append(extracted.sft)
             self.kto_sources.append(extracted.kto)
-        chosen = models.get(recipe.policy_arm)
+        chosen = round_.models.get(recipe.policy_arm)
         if chosen is None:
             return None
         self.policy, self.policy_label = chosen
         return chosen[1]
-
-    def _sft_arm(
-        self, r: int, folder: Path, prior: list[Path], extracted: ExtractStage, start: Path | None, policy_label: str
-    ) -> Model | None:
-        assert self.recipe.sft is not None
-        if extracted.sft_rows() == 0:
-            self.note("JOSH-SFT", r, f"{extracted.harvest()}: not trained this round")
-            return None
-        rows = [*prior, extracted.sft]
-        train = self.train_stage(
-            f"round {r} train-sft", folder / "train-sft", self.recipe.sft, rows, "sft", start=start
-        )
-        model = self._evaluate_arm(r, "JOSH-SFT", train, folder / "eval-sft", policy_label)
-        if model is not None:
-            self.seed_variants(model[1], folder / "train-sft", folder / "eval-sft", rows, start=start)
-        return model
-
-    def _kto_arm(
-        self, r: int, folder: Path, extracted: ExtractStage, sft: Model | None, policy_label: str
-    ) -> Model | None:
-        recipe = self.recipe
-        assert recipe.kto is not None
-        arm = "JOSH-SFT+KTO" if recipe.kto_from == "sft" else "JOSH-KTO"
-        rows = [*(self.kto_sources if recipe.accumulate else []), extracted.kto]
-        good, bad = kto_labels(rows)
-        if not (good and bad):
-            self.note(arm, r, f"KTO needs good and bad turns; its rows have {good} good and {bad} bad")
-            return None
-        base = None
-        if recipe.kto_from == "sft":
-            if sft is None or recipe.sft is None:
-                self.note(arm, r, "there is no SFT policy of this round to train KTO on")
-                return None
-            base = self.merge(f"round {r} merge-sft", sft[0], folder / "merge-sft", recipe.sft.model.dtype)
-        train = self.train_stage(f"round {r} train-kto", folder / "train-kto", recipe.kto, rows, "kto", base=base)
-        model = self._evaluate_arm(r, arm, train, folder / "eval-kto", policy_label)
-        if model is None:
-            return None
-        bases = None
-        if base is not None and sft is not None:
-            draws = self.draws[sft[1]]  # seed_variants recorded one entry per further seed
-            dtype = recipe.sft.model.dtype
-            bases = [
-                self.merge(f"round {r} merge-sft (seed {k})", d, folder / f"merge-sft-seed{k}", dtype) if d else None
-                for k, d in enumerate(draws, 1)
-            ]
-        self.seed_variants(model[1], folder / "train-kto", folder / "eval-kto", rows, recipe.kto, "kto", bases)
-        if sft is not None:
-            self.result.compare(model[1], sft[1], "KTO on SFT")
-        return model
-
-    def _later_control(self, r: int) -> bool:
-        """Whether a later round trains control-random on the rows accumulated so far, this round's included."""
-        controls = self.recipe.controls
-        return controls.random and self.recipe.accumulate and any(c > r for c in controls.rounds or ())
-
-    def _random_control(
-        self,
-        r: int,
-        folder: Path,
-        rollouts: RolloutStage,
-        extracted: ExtractStage,
-        start: Path | None,
-        policy_label: str,
-        train: bool,
-    ) -> Path | None:
-        """control-random: the round's trees without reward selection (as many rows as JOSH-SFT's with
-        ``controls.random_rows: match``), trained exactly like the SFT arm when ``train``. With ``accumulate`` it
-        trains on the warm-start rows plus every round's random branches so far, never on an ideal path, so it
-        differs from JOSH-SFT in the selection of every round."""
-        assert self.recipe.sft is not None
-        limit = extracted.sft_rows() if self.recipe.controls.random_rows == "match" else None
-        if limit == 0:
-            if train:
-                self.note("control-random", r, "JOSH kept no row this round, so a matched control has nothing to train")
-            return None
-        data = self.extract(r, rollouts, control_seed=self.recipe.seed or 0, control_rows=limit)
-        prior = list(self.control_sources) if self.recipe.accumulate else []
-        if self.recipe.accumulate and data.sft_rows():
-            self.control_sources.append(data.sft)
-        if not train:
-            return data.folder
-        if data.sft_rows() == 0:
-            self.note("control-random", r, "no random branch kept a turn (every first turn failed): nothing to train")
-            return data.folder
-        name, rows = f"round {r} train control-random", [*prior, data.sft]
-        train_stage = self.train_stage(
-            name, folder / "control-random" / "train", self.recipe.sft, rows, "sft", start=start
-        )
-        model = self._evaluate_arm(r, "control-random", train_stage, folder / "control-random" / "eval", None)
-        if model is not None:
-            control = folder / "control-random"
-            self.seed_variants(model[1], control / "train", control / "eval", rows, start=start)
-            self.result.compare(model[1], policy_label, "control")
-            self.result.compare(f"round {r} JOSH-SFT", model[1], "JOSH vs control")
-        return data.folder
-
-    def _retrain_control(self, warm: Path | None, start: str) -> None:
-        """control-retrain: the start policy's own rows, another training seed and row order (the noise floor)."""
-        arm = self.recipe.warm_sft
-        if warm is None or arm is None:
-            self.note(RETRAIN, 0, "the start policy is the base model, with no rows of its own to retrain on")
-            return
-        folder = self.run_dir / "round-0" / "control-retrain"
-        train = self.train_stage(
-            "control-retrain train", folder / "train", arm, [warm], "sft",
-            seed_offset=RETRAIN_SEED_OFFSET, shuffle=True,
-        )  # fmt: skip
-        if train.adapter is None:
-            self.note(RETRAIN, 0, f"could not be trained: {train.why_ended()}")
-            return
-        self.evaluate(RETRAIN, 0, folder / "eval", train.adapter, RETRAIN)
-        self.result.compare(RETRAIN, start, "noise floor")
 
     def seed_variants(
         self,
@@ -390,18 +274,16 @@ class Loop(OnlineArms):
             self.ctx.execute(EvalStage(self.ctx, f"{label} (seed {k})", folder, stage.adapter))
             entry.seeds.append(folder)
 
-    def _evaluate_arm(
-        self, r: int, arm: str, train: TrainStage, folder: Path, policy_label: str | None
-    ) -> Model | None:
+    def evaluate_arm(self, r: int, arm: str, train: TrainStage, folder: Path, policy_label: str | None) -> Model | None:
         """Evaluate a round's new model and compare it with the policy that searched and with the base model."""
         if train.adapter is None:
             self.note(arm, r, f"could not be trained: {train.why_ended()}")
             return None
-        label = f"round {r} {arm}"
+        label = model_label(r, arm)
         self.evaluate(label, r, folder, train.adapter, arm)
         if policy_label is not None:
             self.result.compare(label, policy_label, "round")
-            self.result.compare(label, "base", "vs base")
+            self.result.compare(label, BASE, "vs base")
         return train.adapter, label
 
     def write_report(self) -> Path:

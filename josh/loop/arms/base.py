@@ -1,0 +1,101 @@
+"""What an arm of the loop is. Each round, after the search and its extraction, every arm the recipe enables trains
+one model from what the round produced and evaluates it on the held-out tasks; the policy arm's model searches the
+next round. An arm is one object with a ``key`` (its recipe section, and its name in ``policy:``), a report ``name``
+and a ``run`` that trains and evaluates through the loop's services (``LoopServices``); ``josh.loop.arms`` lists them
+in the order they run (an arm may use the models of the arms before it, e.g. KTO on the round's SFT policy).
+
+A model's label in the report is ``model_label(round, name)``: ``round 2 JOSH-SFT``. The models outside the rounds
+are ``BASE``, ``WARM_START`` and ``RETRAIN``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from josh.loop.recipe import LoopRecipe
+from josh.loop.result import RETRAIN, LoopResult
+from josh.loop.stages import ExtractStage, RolloutStage, StageContext, TrainStage
+from josh.training.recipe import TrainRecipe
+
+Model = tuple[Path, str]  # an evaluated adapter and its label
+BASE = "base"
+WARM_START = "warm start"
+__all__ = ["BASE", "RETRAIN", "WARM_START", "Arm", "LoopServices", "Model", "Round", "model_label"]
+
+
+def model_label(round_: int, arm: str) -> str:
+    """The report label of ``arm``'s model of round ``round_``."""
+    return f"round {round_} {arm}"
+
+
+@dataclass
+class Round:
+    """What one round gives its arms: its number and folder, the search and its extraction, the policy that searched
+    (and its label), the adapter the SFT arm continues (``sft_from: policy``), the SFT rows of earlier rounds, and
+    the models the arms before have trained this round (by key; ``None`` for an arm that ended without one)."""
+
+    number: int
+    folder: Path
+    rollouts: RolloutStage
+    extracted: ExtractStage
+    policy: str | Path
+    policy_label: str
+    start: Path | None
+    prior_sft: list[Path]
+    models: dict[str, Model | None] = field(default_factory=dict)
+
+    def label(self, arm: str) -> str:
+        return model_label(self.number, arm)
+
+
+class LoopServices(Protocol):
+    """What an arm may ask of the loop (``josh.loop.runner.Loop``)."""
+
+    recipe: LoopRecipe
+    ctx: StageContext
+    kto_sources: list[Path]
+    draws: dict[str, list[Path | None]]
+    grpo_start: Path | None
+
+    @property
+    def result(self) -> LoopResult: ...
+
+    def train_stage(self, name: str, folder: Path, arm: TrainRecipe, *args: Any, **how: Any) -> TrainStage: ...
+
+    def evaluate_arm(
+        self, r: int, arm: str, train: TrainStage, folder: Path, policy_label: str | None
+    ) -> Model | None: ...
+
+    def merge(self, name: str, adapter: Path, folder: Path, dtype: str) -> Path: ...
+
+    def note(self, arm: str, round_: int, message: str) -> None: ...
+
+    def seed_variants(
+        self,
+        label: str,
+        train: Path,
+        evaluation: Path,
+        rows: list[Path],
+        arm: TrainRecipe | None = None,
+        method: str = "sft",
+        bases: list[Path | None] | None = None,
+        **how: Any,
+    ) -> None: ...
+
+
+class Arm(Protocol):
+    """One training arm of a round; see the module docstring."""
+
+    key: ClassVar[str]
+
+    def name(self, recipe: LoopRecipe) -> str:
+        """The arm's name in the report (``JOSH-SFT``, ...)."""
+        ...
+
+    def enabled(self, recipe: LoopRecipe) -> bool: ...
+
+    def run(self, loop: LoopServices, round_: Round) -> Model | None:
+        """Train and evaluate the round's model; ``None`` (with a note) when there is nothing to train."""
+        ...

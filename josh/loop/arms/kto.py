@@ -1,0 +1,53 @@
+"""JOSH-KTO: the round's good and bad turns (every round's so far with ``accumulate``) on a fresh adapter of the base
+model, or (``kto_from: sft``) JOSH-SFT+KTO on the round's SFT policy merged into a full model, which is then also
+KTO's reference model."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from josh.loop.arms.base import LoopServices, Model, Round
+from josh.loop.recipe import LoopRecipe
+from josh.loop.stages import kto_labels
+
+
+class KTOArm:
+    key: ClassVar[str] = "kto"
+
+    def name(self, recipe: LoopRecipe) -> str:
+        return "JOSH-SFT+KTO" if recipe.kto_from == "sft" else "JOSH-KTO"
+
+    def enabled(self, recipe: LoopRecipe) -> bool:
+        return recipe.kto is not None
+
+    def run(self, loop: LoopServices, round_: Round) -> Model | None:
+        recipe, r, folder = loop.recipe, round_.number, round_.folder
+        assert recipe.kto is not None
+        arm, sft = self.name(recipe), round_.models.get("sft")
+        rows = [*(loop.kto_sources if recipe.accumulate else []), round_.extracted.kto]
+        good, bad = kto_labels(rows)
+        if not (good and bad):
+            loop.note(arm, r, f"KTO needs good and bad turns; its rows have {good} good and {bad} bad")
+            return None
+        base = None
+        if recipe.kto_from == "sft":
+            if sft is None or recipe.sft is None:
+                loop.note(arm, r, "there is no SFT policy of this round to train KTO on")
+                return None
+            base = loop.merge(f"round {r} merge-sft", sft[0], folder / "merge-sft", recipe.sft.model.dtype)
+        train = loop.train_stage(f"round {r} train-kto", folder / "train-kto", recipe.kto, rows, "kto", base=base)
+        model = loop.evaluate_arm(r, arm, train, folder / "eval-kto", round_.policy_label)
+        if model is None:
+            return None
+        bases = None
+        if base is not None and sft is not None and recipe.sft is not None:
+            draws = loop.draws[sft[1]]  # seed_variants recorded one entry per further seed
+            dtype = recipe.sft.model.dtype
+            bases = [
+                loop.merge(f"round {r} merge-sft (seed {k})", d, folder / f"merge-sft-seed{k}", dtype) if d else None
+                for k, d in enumerate(draws, 1)
+            ]
+        loop.seed_variants(model[1], folder / "train-kto", folder / "eval-kto", rows, recipe.kto, "kto", bases)
+        if sft is not None:
+            loop.result.compare(model[1], sft[1], "KTO on SFT")
+        return model
