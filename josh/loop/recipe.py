@@ -114,8 +114,13 @@ class LoopRecipe(StrictModel):
         "optim.epochs if one pass over the tasks costs less)",
     )
     advantages: AdvantageConfig = Field(default_factory=AdvantageConfig, description="tree arm: subtree reward")
-    policy: Literal["sft", "kto", "tree", "grpo"] | None = Field(
-        None, description="arm whose checkpoint runs the next round"
+    arms: dict[str, TrainRecipe] = Field(
+        default_factory=dict,
+        description="training recipes of arms registered beside sft, kto, tree and grpo "
+        "(josh.loop.arms.register_arm), by the arm's key",
+    )
+    policy: str | None = Field(
+        None, description="arm whose checkpoint runs the next round: sft, kto, tree, grpo or a key of arms"
     )
     kto_from: Literal["base", "sft"] = Field(
         "base",
@@ -137,12 +142,14 @@ class LoopRecipe(StrictModel):
 
     @model_validator(mode="after")
     def _check_arms(self) -> LoopRecipe:
-        if all(getattr(self, arm) is None for arm in ARMS):
+        if shadowed := sorted(set(self.arms) & set(ARMS)):
+            raise ValueError(f"arms: {', '.join(shadowed)} has its own section; give it there, not under arms")
+        if not self.arm_keys:
             raise ValueError("give at least one training arm: sft, kto, tree or grpo")
         if self.warm_start is not None and self.warm_start.enabled and self.sft is None:
             raise ValueError("warm_start trains with the sft recipe: add an sft arm")
-        for method in ARMS:
-            arm = getattr(self, method)
+        for method in self.arm_keys:
+            arm = self.arm_recipe(method)
             if arm is not None and arm.model.name != self.setup.model:
                 raise ValueError(
                     f"{method}.model.name ({arm.model.name}) must be the loop's base model setup.model "
@@ -153,7 +160,7 @@ class LoopRecipe(StrictModel):
                 "sft_from: policy continues the previous adapter on each round's new rows; set accumulate: false "
                 "(accumulate: true retrains from the base model on every row so far)"
             )
-        if self.policy is not None and getattr(self, self.policy) is None:
+        if self.policy is not None and self.arm_recipe(self.policy) is None:
             raise ValueError(f"policy {self.policy!r} names an arm the recipe does not train")
         if self.kto_from == "sft" and (self.sft is None or self.kto is None):
             raise ValueError("kto_from: sft trains KTO on the SFT arm's policy: give both an sft and a kto arm")
@@ -174,8 +181,17 @@ class LoopRecipe(StrictModel):
         return self
 
     @property
+    def arm_keys(self) -> list[str]:
+        """The keys of the arms this recipe trains: the built-in sections given, then ``arms``."""
+        return [key for key in ARMS if getattr(self, key) is not None] + list(self.arms)
+
+    def arm_recipe(self, key: str) -> TrainRecipe | None:
+        """The training recipe of arm ``key`` (a built-in section or an entry of ``arms``); None when not trained."""
+        return getattr(self, key) if key in ARMS else self.arms.get(key)
+
+    @property
     def policy_arm(self) -> str:
-        return self.policy or next(arm for arm in ARMS if getattr(self, arm) is not None)
+        return self.policy or self.arm_keys[0]
 
     @property
     def warm_sft(self) -> TrainRecipe | None:

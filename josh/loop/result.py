@@ -70,8 +70,14 @@ class LoopResult:
     def is_evaluated(self, label: str) -> bool:
         return any(e.label == label for e in self.evaluated)
 
-    def compare(self, model: str, baseline: str, role: str) -> None:
-        """Ask the report for ``model`` minus ``baseline`` per task (once per pair; both must be evaluated)."""
+    def compare(self, model: str, baseline: str, role: str, *, optional_baseline: bool = False) -> None:
+        """Ask the report for ``model`` minus ``baseline`` per task (once per pair). Both must have been evaluated
+        (``ValueError`` otherwise), except an ``optional_baseline`` a recipe may leave out (the base model without
+        ``baseline: true``, control-retrain without ``controls.retrain``): then there is nothing to compare."""
+        for label in (model, baseline):
+            if not self.is_evaluated(label) and not (optional_baseline and label == baseline):
+                known = ", ".join(e.label for e in self.evaluated) or "none yet"
+                raise ValueError(f"cannot compare with {label!r}: no model of that label was evaluated ({known})")
         seen = {(p.model, p.baseline) for p in self.pairs}
-        if self.is_evaluated(model) and self.is_evaluated(baseline) and (model, baseline) not in seen:
+        if self.is_evaluated(baseline) and (model, baseline) not in seen:
             self.pairs.append(Pair(model=model, baseline=baseline, role=role))

@@ -38,7 +38,7 @@ from typing import Any
 from rich.console import Console
 
 from josh.harvest.warmstart import WarmStartConfig
-from josh.loop.arms import ARMS
+from josh.loop.arms import ARMS, check_arms
 from josh.loop.arms.base import BASE, WARM_START, Model, Round, model_label
 from josh.loop.arms.control_random import draws_in, run_control_random
 from josh.loop.arms.control_retrain import run_control_retrain
@@ -86,6 +86,7 @@ class Loop:
         progress: bool = True,
         dry: bool = False,
     ) -> None:
+        check_arms(recipe)
         self.recipe = recipe
         self.ctx = StageContext(recipe, trainer, builder, merger, console or Console(), progress, dry)
         self.run_dir = recipe.run_dir
@@ -138,7 +139,7 @@ class Loop:
             self.seed_variants(
                 WARM_START, round0 / "warmstart" / "train", round0 / "warmstart" / "eval", [warm], arm=warm_sft
             )
-            self.result.compare(WARM_START, BASE, "warm start")
+            self.result.compare(WARM_START, BASE, "warm start", optional_baseline=True)
             self.policy, self.policy_label = train.adapter, WARM_START
         start = self.policy_label
         self.grpo_start = self.policy if isinstance(self.policy, Path) else None
@@ -206,7 +207,7 @@ class Loop:
         else:
             self.result.headline = Pair(model=final, baseline=start, role="headline")
             self.result.compare(final, start, "headline")
-            self.result.compare(final, RETRAIN, "JOSH vs control")
+            self.result.compare(final, RETRAIN, "JOSH vs control", optional_baseline=True)
 
     def _round(self, r: int) -> str | None:
         """One round: search, extract, every enabled arm in order, the controls; returns the label of the policy
@@ -282,8 +283,8 @@ class Loop:
         label = model_label(r, arm)
         self.evaluate(label, r, folder, train.adapter, arm)
         if policy_label is not None:
-            self.result.compare(label, policy_label, "round")
-            self.result.compare(label, BASE, "vs base")
+            self.result.compare(label, policy_label, "round", optional_baseline=True)
+            self.result.compare(label, BASE, "vs base", optional_baseline=True)
         return train.adapter, label
 
     def write_report(self) -> Path:

@@ -9,6 +9,7 @@ import json
 import re
 import sys
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,43 @@ def test_a_new_environment_is_refused_by_agents_bound_to_another(extended: None,
     assert refused.exit_code == 2 and "the oracle agent runs on toolwoz only, not on environment 'library'" in (
         refused.output
     )
+
+
+@pytest.fixture
+def arms_restored() -> Iterator[None]:
+    """The registered arms as they were, after a test that registers one."""
+    import josh.loop.arms
+
+    saved = list(josh.loop.arms.ARMS)
+    yield
+    josh.loop.arms.ARMS[:] = saved
+
+
+def test_the_docs_arm_trains_on_the_rounds_own_rows_in_a_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arms_restored: None
+) -> None:
+    import josh.loop.arms
+    from josh.loop.runner import Loop
+    from tests.fakes import RecordingTrainer, builder, merger, recipe
+
+    [code] = page_files()["josh/loop/arms/sft_last.py"]
+    module = types.ModuleType("josh.loop.arms.sft_last")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    run_as("josh/loop/arms/sft_last.py", code, module.__dict__)
+
+    trainer = RecordingTrainer()
+    arm = {"model": {"name": "base"}, "max_length": 512}
+    result = Loop(recipe(tmp_path, arms={"sft_last": arm}), trainer=trainer, builder=builder, merger=merger,
+                  progress=False).run()  # fmt: skip
+    assert "round 1 JOSH-SFT-last" in [e.label for e in result.evaluated]
+    round1 = tmp_path / "scripted" / "round-1"
+    last, sft = trainer.recipes[str(round1 / "train-sft-last")], trainer.recipes[str(round1 / "train-sft")]
+    own = (round1 / "extract" / "sft.jsonl").read_text().splitlines()
+    assert Path(last.data).read_text().splitlines() == own  # the round's own rows only
+    assert len(Path(sft.data).read_text().splitlines()) > len(own)  # JOSH-SFT: the warm start's rows too
+    assert ("round 1 JOSH-SFT-last", "warm start") in [(p.model, p.baseline) for p in result.pairs]
+
+    with pytest.raises(ValueError, match="no registered arm 'sft_lst'"):
+        Loop(recipe(tmp_path, arms={"sft_lst": arm}), trainer=trainer, builder=builder, merger=merger)
+    with pytest.raises(ValueError, match="already registered"):
+        josh.loop.arms.register_arm(module.LastRoundSFT())

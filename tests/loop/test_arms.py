@@ -188,3 +188,21 @@ def test_report_of_a_killed_loop_says_where_it_stopped(tmp_path: Path) -> None:
 def test_bad_arm_settings_are_refused(tmp_path: Path, changes: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         recipe(tmp_path, **changes)
+
+
+def test_comparing_a_model_that_was_never_evaluated_is_an_error(tmp_path: Path) -> None:
+    from josh.loop.result import Evaluated, LoopResult
+
+    result = LoopResult(run_dir=tmp_path)
+    result.evaluated.append(Evaluated(label="round 1 JOSH-SFT", round=1, folder=tmp_path / "eval-sft"))
+    with pytest.raises(ValueError, match="'round 1 JOSH-STF'"):
+        result.compare("round 1 JOSH-STF", "round 1 JOSH-SFT", "typo")
+    with pytest.raises(ValueError, match="'base'"):
+        result.compare("round 1 JOSH-SFT", "base", "vs base")
+    result.compare("round 1 JOSH-SFT", "base", "vs base", optional_baseline=True)  # baseline: false
+    assert result.pairs == []
+
+
+def test_an_arms_entry_may_not_stand_in_for_a_built_in_section(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="sft has its own section"):
+        recipe(tmp_path, arms={"sft": {"model": {"name": "base"}, "max_length": 512}})

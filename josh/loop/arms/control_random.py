@@ -63,7 +63,7 @@ def run_control_random(loop: ControlSources, round_: Round) -> Path | None:
     model = loop.evaluate_arm(r, NAME, stage, control / "eval", None)
     if model is not None:
         loop.seed_variants(model[1], control / "train", control / "eval", rows, start=round_.start)
-        loop.result.compare(model[1], round_.policy_label, "control")
+        loop.result.compare(model[1], round_.policy_label, "control", optional_baseline=True)
         sft = round_.models.get("sft")
         if sft is not None:
             loop.result.compare(sft[1], model[1], "JOSH vs control")
