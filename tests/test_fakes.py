@@ -5,7 +5,7 @@ from __future__ import annotations
 from josh.agents.base import Agent
 from josh.envs.base import ConversationState, Env
 from josh.users.base import UserSimulator
-from tests.fakes import (
+from tests.fakes.conversation import (
     Apologetic,
     CallingAgent,
     CountingUser,

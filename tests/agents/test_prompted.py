@@ -13,7 +13,7 @@ from josh.agents.react import END_MARKER
 from josh.llm.base import Completion, LLMError
 from josh.llm.scripted import ScriptedLLM
 from josh.types import ErrorCategory, Goal, Task, ToolCall, user
-from tests.fakes import ToyEnv
+from tests.fakes.conversation import ToyEnv
 
 TASK = Task(id="t1", env="toy", goals=[Goal(name="find"), Goal(name="book")])
 HISTORY = [user("Find and book please.")]

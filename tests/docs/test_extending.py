@@ -111,7 +111,7 @@ def test_the_docs_arm_trains_on_the_rounds_own_rows_in_a_loop(
 ) -> None:
     import josh.loop.arms
     from josh.loop.runner import Loop
-    from tests.fakes import RecordingTrainer, builder, merger, recipe
+    from tests.fakes.loop import RecordingTrainer, builder, merger, recipe
 
     [code] = page_files()["josh/loop/arms/sft_last.py"]
     module = types.ModuleType("josh.loop.arms.sft_last")

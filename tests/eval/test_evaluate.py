@@ -5,7 +5,7 @@ import pytest
 from josh.eval.evaluate import evaluate, load_results
 from josh.run.conversation import run_conversation
 from josh.types import ErrorCategory
-from tests.fakes import CallingAgent, CountingUser, FakeEnv, make_tasks
+from tests.fakes.conversation import CallingAgent, CountingUser, FakeEnv, make_tasks
 
 
 async def test_conversation_reaches_full_reward_and_records_transcript():

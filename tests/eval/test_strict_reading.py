@@ -18,7 +18,7 @@ from josh.envs.toolwoz.multiwoz import DataFormatError
 from josh.eval.evaluate import evaluate, load_results
 from josh.search.rollout import run_rollouts
 from josh.util.jsonl import CorruptLineError
-from tests.fakes import CallingAgent, CountingUser, FakeEnv, TableAgent, TableUser, make_task, make_tasks
+from tests.fakes.conversation import CallingAgent, CountingUser, FakeEnv, TableAgent, TableUser, make_task, make_tasks
 
 
 async def _trees(folder: Path) -> list[str]:

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from josh.cli.main import app
 from josh.search.rollout import run_rollouts
-from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
+from tests.fakes.conversation import FakeEnv, TableAgent, TableUser, make_task
 
 
 async def test_extract_command_writes_the_three_files(tmp_path) -> None:

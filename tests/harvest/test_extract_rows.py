@@ -10,7 +10,7 @@ from josh.harvest.extract import STATS_FILE, ExtractConfig, ExtractStats, extrac
 from josh.search.algorithm import SearchConfig, search
 from josh.search.tree import Tree
 from josh.types import Message, ToolCall
-from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
+from tests.fakes.conversation import FakeEnv, TableAgent, TableUser, make_task
 
 
 async def grow(goals, n_goals=2, task_id="t0", **agent_kw) -> Tree:

@@ -10,7 +10,7 @@ from josh.harvest.control import extract_random, random_branch, random_rows
 from josh.harvest.extract import ExtractConfig, ExtractStats, extract_rows
 from josh.search.algorithm import SearchConfig, search
 from josh.search.tree import Tree
-from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
+from tests.fakes.conversation import FakeEnv, TableAgent, TableUser, make_task
 
 FULL = {(1,): (0,), (1, 0, 1): (1,)}  # the ideal path is root -> 1 -> 1.0 -> 1.0.1
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.fakes import start_josh
+from tests.fakes.process import start_josh
 
 pytestmark = pytest.mark.slow
 

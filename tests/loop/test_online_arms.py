@@ -13,7 +13,7 @@ from josh.loop.report import load_loop_report
 from josh.loop.runner import Loop
 from josh.loop.stages.manifest import input_digest, read_manifest
 from josh.run.components import ComponentOptions, Components
-from tests.fakes import RecordingTrainer, builder, hopeless, lines, recipe
+from tests.fakes.loop import RecordingTrainer, builder, hopeless, lines, recipe
 
 ARM = {"model": {"name": "base"}, "max_length": 512}
 GRPO_CALLS = 40  # LLM calls the stub GRPO trainer reports for its rollouts, per round

@@ -12,7 +12,7 @@ import pytest
 from josh.loop.runner import Loop
 from josh.loop.stages.manifest import read_manifest
 from josh.run.components import ComponentOptions, Components
-from tests.fakes import StubTrainer, builder, merger, recipe
+from tests.fakes.loop import StubTrainer, builder, merger, recipe
 
 
 def run(tmp_path: Path, trainer: StubTrainer, **changes: Any):

@@ -22,7 +22,7 @@ from josh.loop.result import RETRAIN
 from josh.loop.seeds import rebuild, run_seeds
 from josh.loop.stages.manifest import read_manifest
 from josh.run.components import ComponentOptions, Components
-from tests.fakes import StubTrainer, builder, merger, recipe
+from tests.fakes.loop import StubTrainer, builder, merger, recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(
@@ -185,7 +185,7 @@ def test_the_start_pooled_with_control_retrain_by_hand() -> None:
 
 def test_the_loop_compares_its_last_policy_with_both_draws_of_the_start(tmp_path: Path) -> None:
     from josh.loop.runner import Loop
-    from tests.fakes import RecordingTrainer
+    from tests.fakes.loop import RecordingTrainer
 
     changes = {"kto": None, "controls": {"retrain": True}}
     Loop(recipe(tmp_path, **changes), trainer=RecordingTrainer(), builder=builder, progress=False).run()

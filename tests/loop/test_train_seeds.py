@@ -12,7 +12,7 @@ import pytest
 from josh.loop.runner import TRAIN_SEED_STEP, Loop
 from josh.loop.seeds import rebuild
 from josh.run.components import ComponentOptions, Components
-from tests.fakes import RecordingTrainer, builder, lines, merger, recipe
+from tests.fakes.loop import RecordingTrainer, builder, lines, merger, recipe
 
 
 def run_loop(tmp_path: Path, trainer: RecordingTrainer, searched: list[str] | None = None) -> Path:

@@ -9,7 +9,7 @@ from josh.run.conversation import run_conversation
 from josh.run.step import agent_step, user_step
 from josh.search.algorithm import SearchConfig, search
 from josh.types import ErrorCategory
-from tests.fakes import CallingAgent, CountingUser, FakeEnv, make_task
+from tests.fakes.conversation import CallingAgent, CountingUser, FakeEnv, make_task
 
 
 class DownAgent(CallingAgent):

@@ -10,7 +10,7 @@ from josh.run.conversation import run_conversation
 from josh.search.algorithm import search
 from josh.types import ErrorCategory
 from josh.users.goal import GoalUser
-from tests.fakes import CallingAgent, FakeEnv, make_tasks
+from tests.fakes.conversation import CallingAgent, FakeEnv, make_tasks
 
 
 def flaky_user_llm(fail_from: int) -> ScriptedLLM:

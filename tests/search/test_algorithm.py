@@ -9,7 +9,7 @@ from josh.llm.base import LLMError
 from josh.search.algorithm import SearchConfig, search
 from josh.search.tree import Tree, path_messages
 from josh.types import ErrorCategory
-from tests.fakes import FakeEnv, TableAgent, TableUser, label, make_task, path_of
+from tests.fakes.conversation import FakeEnv, TableAgent, TableUser, label, make_task, path_of
 
 
 def by_path(tree: Tree) -> dict[str, object]:

@@ -15,7 +15,7 @@ from josh.run.components import ComponentOptions, Components, build_env
 from josh.search.algorithm import SearchConfig
 from josh.search.rollout import STATS_FILE, TREES_FILE, RolloutConfig, RolloutOptions
 from tests.cli.test_ray_serving import vllm_server as vllm_server
-from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
+from tests.fakes.conversation import FakeEnv, TableAgent, TableUser, make_task
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow  # a local Ray cluster: ~50 s on 2 cores

@@ -9,7 +9,7 @@ import pytest
 from josh.search.algorithm import SearchConfig
 from josh.search.rollout import STATS_FILE, TREES_FILE, RolloutConfig, finished_ids, run_rollouts
 from josh.search.tree import Tree
-from tests.fakes import FakeEnv, TableAgent, TableUser, make_task
+from tests.fakes.conversation import FakeEnv, TableAgent, TableUser, make_task
 
 
 class Crash(Exception):

@@ -13,7 +13,8 @@ import pytest
 
 from josh.eval.evaluate import evaluate
 from josh.search.rollout import run_rollouts
-from tests.fakes import CallingAgent, CountingUser, FakeEnv, make_tasks, start_josh
+from tests.fakes.conversation import CallingAgent, CountingUser, FakeEnv, make_tasks
+from tests.fakes.process import start_josh
 
 
 class SlowAgent(CallingAgent):

@@ -15,7 +15,7 @@ from josh.envs.airline import AirlineDataError, AirlineEnv, download, load_tasks
 from josh.envs.airline.download import UPSTREAM_DIR, DownloadError, download_airline
 from josh.envs.retail.download import raw_url
 from tests.airline_data import ANN, RESERVATIONS, TASKS, USERS, write_airline
-from tests.fakes import serve_upstream, upstream_files
+from tests.fakes.upstream import serve_upstream, upstream_files
 
 
 def task_source(tasks: list[dict[str, Any]]) -> str:

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from josh.cli.main import app
 from josh.envs.retail import RetailDataError, RetailEnv, download, load_tasks
 from josh.envs.retail.download import UPSTREAM_DIR, DownloadError, download_retail, raw_url, tasks_from_python
-from tests.fakes import serve_upstream, upstream_files
+from tests.fakes.upstream import serve_upstream, upstream_files
 
 TASK_SOURCE = """
 from tau_bench.types import Action, Task

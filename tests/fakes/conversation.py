@@ -1,4 +1,4 @@
-"""The test fakes every driver test shares: tiny protocol-conforming environments, agents and users.
+"""Tiny protocol-conforming environments, agents and users every driver test shares.
 
 ``FakeEnv``: calling ``g<j>`` completes goal j. ``ToyEnv``: ``find`` / ``book`` complete goals 0 / 1, ``hang_up``
 ends the conversation, ``explode`` raises. ``CallingAgent`` calls the next goal's tool each turn;
@@ -7,58 +7,23 @@ ends the conversation, ``explode`` raises. ``CallingAgent`` calls the next goal'
 ``TableAgent`` / ``TableUser`` are table-driven: a branch is named by its path of sibling indices (the root is
 ``()``, its second child ``(1,)``, that child's first child ``(1, 0)``). The agent writes the path into its reply
 ("reply 1.0"), so a later turn knows where it is and the table decides what each turn does; the expected search
-tree is therefore known exactly.
-
-``upstream_files`` / ``serve_upstream``: a fake τ-bench repository for the download commands.
-
-``start_josh``: the ``josh`` command line of this checkout as a child process that Ctrl-C stops.
-
-The scripted loop (``josh.loop.runner`` without a model): ``builder`` builds the oracle agent with a noise its "checkpoint"
-sets, ``StubTrainer`` / ``RecordingTrainer`` and ``merger`` stand in for TRL and PEFT, ``recipe`` is a small loop
-recipe over the mini set, ``hopeless`` a builder whose searches find nothing to reward.
-"""
+tree is therefore known exactly."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import pathlib
-import signal
-import subprocess
-import sys
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
 
 from josh.agents.base import AgentTurn, PromptFrame
 from josh.envs.base import ConversationState
-from josh.loop.recipe import LoopRecipe
-from josh.run.components import ComponentOptions, Components, build_env
-from josh.training.recipe import RecipeError
 from josh.types import CallRecord, ErrorCategory, Goal, Message, Task, ToolCall, ToolResult, assistant, tool_result
 from josh.users.base import UserTurn
 
 Path = tuple[int, ...]
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
 TOOLS = [{"type": "function", "function": {"name": "act", "parameters": {"type": "object", "properties": {}}}}]
-
-
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def start_josh(args: list[str], **env: str) -> subprocess.Popen:
-    """``python -m josh ARGS`` from this checkout, output piped as text. The child gets the default SIGINT a
-    terminal gives: a suite started in the background (``cmd &``) hands it an ignored SIGINT, which Python keeps."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "josh", *args],
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=_default_sigint,
-    )
 
 
 def make_task(n_goals: int = 2, task_id: str = "t0") -> Task:
@@ -278,122 +243,3 @@ class TableUser:
             return UserTurn(text="", done=True, error="the user LLM failed", llm_calls=1)
         text = f"user {label(path)}" if path else "hello, I need help"
         return UserTurn(text=text, done=path in self.done, llm_calls=1, prompt_tokens=7, completion_tokens=3)
-
-
-def upstream_files(
-    upstream_dir: str, folder: pathlib.Path, tables: tuple[str, ...], tasks: dict[str, bytes]
-) -> dict[str, bytes]:
-    """A fake τ-bench repository by raw URL: a domain's tables and wiki (``policy.md``) from ``folder``, its task
-    files and the licence."""
-    from josh.envs.retail.download import raw_url
-
-    files = {f"data/{name}.json": (folder / f"{name}.json").read_bytes() for name in tables}
-    files["wiki.md"] = (folder / "policy.md").read_bytes()
-    out = {raw_url(f"{upstream_dir}/{path}"): data for path, data in {**files, **tasks}.items()}
-    out[raw_url("LICENSE")] = b"MIT"
-    return out
-
-
-def serve_upstream(monkeypatch: Any, download: ModuleType, upstream: dict[str, bytes]) -> None:
-    """``download.http_fetch`` answers from ``upstream``, and a 404 ``DownloadError`` for any other URL."""
-
-    def fetch(url: str) -> bytes:
-        if url not in upstream:
-            raise download.DownloadError(f"cannot fetch {url}: 404")
-        return upstream[url]
-
-    monkeypatch.setattr(download, "http_fetch", fetch)
-
-
-# The self-training loop without a model: the noisy oracle as the policy, a stub trainer and merger. -----------
-
-BASE_NOISE = 0.8
-
-
-def _noise(model: str) -> float:
-    skill = pathlib.Path(model) / "skill.json"
-    return json.loads(skill.read_text())["noise"] if skill.is_file() else BASE_NOISE
-
-
-def builder(options: ComponentOptions) -> Components:
-    """The oracle acts, dropping an argument of a goal call with a probability set by the 'checkpoint'."""
-    from josh.agents import make_agent
-    from josh.users import make_user
-
-    env = build_env(options.env, options.data)
-    agent = make_agent("oracle", env, noise=_noise(options.model or ""), seed=1)
-    return Components(env=env, tasks=env.tasks(options.split), agent=agent, user=make_user("agenda"), llms=[])
-
-
-class StubTrainer:
-    """Records its calls; writes the run files a real trainer leaves, with less noise the more rows it saw."""
-
-    def __init__(self, fail_on: int | None = None) -> None:
-        self.calls: list[tuple[str, int, bool]] = []
-        self.starts: list[str | None] = []
-        self.fail_on = fail_on
-
-    def __call__(self, recipe: Any, resume: bool) -> pathlib.Path:
-        rows = sum(1 for line in pathlib.Path(recipe.data).read_text().splitlines() if line.strip())
-        self.calls.append((recipe.run_name, rows, resume))
-        self.starts.append(recipe.model.adapter)
-        if self.fail_on is not None and len(self.calls) == self.fail_on:
-            raise KeyboardInterrupt("killed during training")
-        run = recipe.output_dir / recipe.run_name
-        start = _noise(recipe.model.adapter or recipe.model.name)  # a continued adapter or a merged model
-        (run / "skill.json").write_text(json.dumps({"noise": max(0.0, start - 0.02 * rows)}))
-        metrics = {"rows": rows, "global_step": rows, "train_loss": 0.5, "train_runtime_s": 0.1}
-        (run / "metrics.json").write_text(json.dumps(metrics))
-        return run
-
-
-def merger(adapter: pathlib.Path, out: pathlib.Path, dtype: str) -> pathlib.Path:
-    """Stands in for PEFT's merge: the merged 'model' has the adapter's skill."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "skill.json").write_text((adapter / "skill.json").read_text())
-    (out / "config.json").write_text(json.dumps({"merged_from": str(adapter), "dtype": dtype}))
-    return out
-
-
-def recipe(tmp_path: pathlib.Path, **changes: Any) -> LoopRecipe:
-    arm = {"model": {"name": "base"}, "max_length": 512}
-    data = {
-        "name": "scripted",
-        "output_dir": str(tmp_path),
-        "setup": {"agent": "act", "backend": "scripted", "model": "base", "agent_options": {"examples": 0}},
-        "warm_start": {"tasks": 6},
-        "rollout": {"skip": 6, "tasks": 10, "search": {"max_beam": 4, "branching": 2, "max_depth": 10}},
-        "eval": {"split": "test", "limit": 10, "max_turns": 10, "trials": 2},
-        "sft": arm,
-        "kto": {**arm, "method": "kto"},
-        **changes,
-    }
-    return LoopRecipe.model_validate(data)
-
-
-class RecordingTrainer(StubTrainer):
-    """A stub trainer that also keeps every recipe it was given."""
-
-    def __init__(self, refuse: str | None = None) -> None:
-        super().__init__()
-        self.recipes: dict[str, Any] = {}
-        self.refuse = refuse
-
-    def __call__(self, recipe: Any, resume: bool) -> pathlib.Path:
-        self.recipes[str(recipe.output_dir / recipe.run_name)] = recipe
-        if recipe.run_name == self.refuse:
-            self.calls.append((recipe.run_name, 0, resume))
-            raise RecipeError(f"KTO has 1 rows, fewer than one batch of {recipe.optim.per_device_batch_size}")
-        return super().__call__(recipe, resume)
-
-
-def lines(path: pathlib.Path) -> list[str]:
-    return [line for line in path.read_text().splitlines() if line.strip()]
-
-
-def hopeless(options: ComponentOptions) -> Components:
-    """Searches find nothing to reward; evaluations are the usual noisy oracle."""
-    built = builder(options)
-    if options.split == "train":
-        built.agent = Apologetic()
-    return built
