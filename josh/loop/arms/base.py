@@ -22,7 +22,7 @@ from josh.training.recipe import TrainRecipe
 Model = tuple[Path, str]  # an evaluated adapter and its label
 BASE = "base"
 WARM_START = "warm start"
-__all__ = ["BASE", "RETRAIN", "WARM_START", "Arm", "LoopServices", "Model", "Round", "model_label"]
+__all__ = ["BASE", "RETRAIN", "WARM_START", "Arm", "ArmBase", "LoopServices", "Model", "Round", "model_label"]
 
 
 def model_label(round_: int, arm: str) -> str:
@@ -72,17 +72,10 @@ class LoopServices(Protocol):
 
     def note(self, arm: str, round_: int, message: str) -> None: ...
 
-    def seed_variants(
-        self,
-        label: str,
-        train: Path,
-        evaluation: Path,
-        rows: list[Path],
-        arm: TrainRecipe | None = None,
-        method: str = "sft",
-        bases: list[Path | None] | None = None,
-        **how: Any,
-    ) -> None: ...
+    def seed_variants(self, label: str, train: Path, evaluation: Path, rows: list[Path], **how: Any) -> None:
+        """``train_seeds``: the model ``label`` again at each further training seed (``arm``, ``method``, ``bases``
+        and the training stage's keywords in ``how``)."""
+        ...
 
 
 class Arm(Protocol):
@@ -99,3 +92,24 @@ class Arm(Protocol):
     def run(self, loop: LoopServices, round_: Round) -> Model | None:
         """Train and evaluate the round's model; ``None`` (with a note) when there is nothing to train."""
         ...
+
+
+class ArmBase:
+    """What most arms share: a report name of their own (``title``), trained when the recipe holds a training recipe
+    under the arm's key (its own section, or ``arms:``)."""
+
+    key: ClassVar[str]
+    title: ClassVar[str]
+
+    def name(self, recipe: LoopRecipe) -> str:
+        return self.title
+
+    def enabled(self, recipe: LoopRecipe) -> bool:
+        return recipe.arm_recipe(self.key) is not None
+
+    def train_recipe(self, recipe: LoopRecipe) -> TrainRecipe:
+        """The arm's training recipe (the arm is enabled)."""
+        arm = recipe.arm_recipe(self.key)
+        if arm is None:
+            raise ValueError(f"the recipe trains no {self.key} arm")
+        return arm

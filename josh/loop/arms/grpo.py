@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from josh.loop.arms.base import LoopServices, Model, Round
-from josh.loop.recipe import LoopRecipe
+from josh.loop.arms.base import ArmBase, LoopServices, Model, Round
 from josh.loop.stages import RolloutStage, rollout_tasks
 from josh.run.spec import AgentSpec, EnvSpec, UserSpec
 from josh.search.rollout import RunStats
@@ -22,27 +21,22 @@ def search_calls(rollouts: RolloutStage) -> int | None:
     return max(1, RunStats.model_validate_json(rollouts.stats.read_text(encoding="utf-8")).llm_calls)
 
 
-class GRPOArm:
+class GRPOArm(ArmBase):
     key: ClassVar[str] = "grpo"
-
-    def name(self, recipe: LoopRecipe) -> str:
-        return "GRPO"
-
-    def enabled(self, recipe: LoopRecipe) -> bool:
-        return recipe.grpo is not None
+    title: ClassVar[str] = "GRPO"
 
     def run(self, loop: LoopServices, round_: Round) -> Model | None:
         recipe, r, folder = loop.recipe, round_.number, round_.folder
-        assert recipe.grpo is not None
+        own = self.train_recipe(recipe)
         shared = set(EnvSpec.model_fields) | set(AgentSpec.model_fields) | set(UserSpec.model_fields)
         tasks = [t.id for t in rollout_tasks(loop.ctx, r)]
         update = {**recipe.setup.model_dump(include=shared), "split": recipe.rollout.split, "task_ids": tasks}
         if recipe.grpo_budget == "search":
             update["max_llm_calls"] = search_calls(round_.rollouts)
-        arm = recipe.grpo.model_copy(update={"grpo": recipe.grpo.grpo.model_copy(update=update)})
+        arm = own.model_copy(update={"grpo": own.grpo.model_copy(update=update)})
         loop.result.rounds[-1].grpo = folder / "train-grpo"
         train = loop.train_stage(f"round {r} train-grpo", folder / "train-grpo", arm, [], "grpo", start=loop.grpo_start)
-        model = loop.evaluate_arm(r, "GRPO", train, folder / "eval-grpo", round_.policy_label)
+        model = loop.evaluate_arm(r, self.title, train, folder / "eval-grpo", round_.policy_label)
         if model is not None:
             loop.grpo_start = model[0]
             for key, role in (("sft", "GRPO vs JOSH"), ("tree", "GRPO vs tree")):

@@ -6,19 +6,17 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from josh.loop.arms.base import LoopServices, Model, Round
+from josh.loop.arms.base import ArmBase, LoopServices, Model, Round
 from josh.loop.recipe import LoopRecipe
 from josh.loop.stages import kto_labels
 
 
-class KTOArm:
+class KTOArm(ArmBase):
     key: ClassVar[str] = "kto"
+    title: ClassVar[str] = "JOSH-KTO"
 
     def name(self, recipe: LoopRecipe) -> str:
-        return "JOSH-SFT+KTO" if recipe.kto_from == "sft" else "JOSH-KTO"
-
-    def enabled(self, recipe: LoopRecipe) -> bool:
-        return recipe.kto is not None
+        return "JOSH-SFT+KTO" if recipe.kto_from == "sft" else self.title
 
     def run(self, loop: LoopServices, round_: Round) -> Model | None:
         recipe, r, folder = loop.recipe, round_.number, round_.folder
@@ -47,7 +45,9 @@ class KTOArm:
                 loop.merge(f"round {r} merge-sft (seed {k})", d, folder / f"merge-sft-seed{k}", dtype) if d else None
                 for k, d in enumerate(draws, 1)
             ]
-        loop.seed_variants(model[1], folder / "train-kto", folder / "eval-kto", rows, recipe.kto, "kto", bases)
+        loop.seed_variants(
+            model[1], folder / "train-kto", folder / "eval-kto", rows, arm=recipe.kto, method="kto", bases=bases
+        )
         if sft is not None:
             loop.result.compare(model[1], sft[1], "KTO on SFT")
         return model

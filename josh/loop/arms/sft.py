@@ -5,30 +5,22 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from josh.loop.arms.base import LoopServices, Model, Round
-from josh.loop.recipe import LoopRecipe
+from josh.loop.arms.base import ArmBase, LoopServices, Model, Round
 
 
-class SFTArm:
+class SFTArm(ArmBase):
     key: ClassVar[str] = "sft"
-
-    def name(self, recipe: LoopRecipe) -> str:
-        return "JOSH-SFT"
-
-    def enabled(self, recipe: LoopRecipe) -> bool:
-        return recipe.sft is not None
+    title: ClassVar[str] = "JOSH-SFT"
 
     def run(self, loop: LoopServices, round_: Round) -> Model | None:
-        recipe, r, folder = loop.recipe, round_.number, round_.folder
-        assert recipe.sft is not None
+        r, folder = round_.number, round_.folder
         if round_.extracted.sft_rows() == 0:
-            loop.note("JOSH-SFT", r, f"{round_.extracted.harvest()}: not trained this round")
+            loop.note(self.title, r, f"{round_.extracted.harvest()}: not trained this round")
             return None
         rows = [*round_.prior_sft, round_.extracted.sft]
-        train = loop.train_stage(
-            f"round {r} train-sft", folder / "train-sft", recipe.sft, rows, "sft", start=round_.start
-        )
-        model = loop.evaluate_arm(r, "JOSH-SFT", train, folder / "eval-sft", round_.policy_label)
+        arm = self.train_recipe(loop.recipe)
+        train = loop.train_stage(f"round {r} train-sft", folder / "train-sft", arm, rows, "sft", start=round_.start)
+        model = loop.evaluate_arm(r, self.title, train, folder / "eval-sft", round_.policy_label)
         if model is not None:
             loop.seed_variants(model[1], folder / "train-sft", folder / "eval-sft", rows, start=round_.start)
         return model

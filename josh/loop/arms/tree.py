@@ -7,19 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from josh.loop.arms.base import LoopServices, Model, Round
-from josh.loop.recipe import LoopRecipe
+from josh.loop.arms.base import ArmBase, LoopServices, Model, Round
 from josh.loop.stages import TreeExtractStage
 
 
-class TreeArm:
+class TreeArm(ArmBase):
     key: ClassVar[str] = "tree"
-
-    def name(self, recipe: LoopRecipe) -> str:
-        return "JOSH-tree"
-
-    def enabled(self, recipe: LoopRecipe) -> bool:
-        return recipe.tree is not None
+    title: ClassVar[str] = "JOSH-tree"
 
     def run(self, loop: LoopServices, round_: Round) -> Model | None:
         r, folder = round_.number, round_.folder
@@ -27,13 +21,18 @@ class TreeArm:
         loop.ctx.execute(data)
         loop.result.rounds[-1].tree = data.folder
         if data.row_count() == 0:
-            loop.note("JOSH-tree", r, "no sibling turns with unequal subtree rewards: nothing to train")
+            loop.note(self.title, r, "no sibling turns with unequal subtree rewards: nothing to train")
             return None
         start = round_.policy if isinstance(round_.policy, Path) else None
         train = loop.train_stage(
-            f"round {r} train-tree", folder / "train-tree", loop.recipe.tree, [data.rows], "tree", start=start
+            f"round {r} train-tree",
+            folder / "train-tree",
+            self.train_recipe(loop.recipe),
+            [data.rows],
+            "tree",
+            start=start,
         )
-        model = loop.evaluate_arm(r, "JOSH-tree", train, folder / "eval-tree", round_.policy_label)
+        model = loop.evaluate_arm(r, self.title, train, folder / "eval-tree", round_.policy_label)
         sft = round_.models.get("sft")
         if model is not None and sft is not None:
             loop.result.compare(model[1], sft[1], "tree vs SFT")
