@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from josh.training.grpo_spec import GRPOSpec
+from josh.training.grpo.spec import GRPOSpec
 
 Method = Literal["sft", "kto", "dpo", "tree", "grpo"]
 

@@ -40,10 +40,13 @@ def last_checkpoint(run_dir: Path) -> Path | None:
     return max(steps)[1] if steps else None
 
 
+TRAINERS = {"grpo": "josh.training.grpo.trainer"}  # the other methods: josh.training.<method>
+
+
 def _trainer_module(method: str) -> Any:
     import importlib
 
-    return importlib.import_module(f"josh.training.{method}")
+    return importlib.import_module(TRAINERS.get(method, f"josh.training.{method}"))
 
 
 def _portable_base(name: str) -> str:

@@ -38,7 +38,7 @@ def test_tiny_grpo_lowers_its_loss_on_its_rollouts_and_saves_a_loadable_adapter(
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    import josh.training.grpo as grpo
+    import josh.training.grpo.trainer as grpo
     from josh.llm.models import resolve_model
     from josh.training.runner import train
 

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 from transformers import TrainerControl, TrainerState
 
-from josh.training.grpo_ledger import rollout_ledger
-from josh.training.grpo_rollout import RolloutStats
+from josh.training.grpo.ledger import rollout_ledger
+from josh.training.grpo.rollout import RolloutStats
 
 
 def args(tmp_path: Path, process: int = 0) -> SimpleNamespace:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from josh.llm.scripted import ScriptedLLM
-from josh.training.grpo import ConversationRollout, environment_reward, prepare_tasks
-from josh.training.grpo_rollout import WatchedEnv
+from josh.training.grpo.rollout import WatchedEnv
+from josh.training.grpo.trainer import ConversationRollout, environment_reward, prepare_tasks
 from josh.training.recipe import RecipeError, build_recipe
 from josh.types import Message
 

@@ -38,7 +38,7 @@ def test_grpo_rolls_out_with_the_colocated_vllm_engine_and_syncs_the_policy_into
     import torch
 
     import josh.llm.hf
-    import josh.training.grpo as grpo
+    import josh.training.grpo.trainer as grpo
     from josh.llm.vllm_engine import BatchedEngine
     from josh.training.runner import train
 

@@ -1,5 +1,5 @@
 """The ``grpo:`` section of a training recipe: which environment, tasks, agent and user simulator the online GRPO
-rollouts run in, and the GRPO settings (``josh train grpo``, ``josh.training.grpo``)."""
+rollouts run in, and the GRPO settings (``josh train grpo``, ``josh.training.grpo.trainer``)."""
 
 from __future__ import annotations
 

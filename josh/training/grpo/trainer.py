@@ -2,11 +2,11 @@
 
 TRL owns the algorithm (group advantages, clipped policy loss, optional KL to the adapter-free reference, LoRA,
 4-bit, accelerate, wandb, checkpoints and resume); josh supplies the rollouts through TRL's ``rollout_func``
-(``josh.training.grpo_rollout``: the conversation loop with the user simulator, the environment's reward, skips) and
+(``josh.training.grpo.rollout``: the conversation loop with the user simulator, the environment's reward, skips) and
 a reward function that hands TRL the environment's reward of each rollout. The dataset is one row per training task
 whose prompt names the task; what the agent actually sees is built by josh for every rollout. The rollouts generate
 with the policy itself (``grpo.generation: hf``) or with TRL's colocated vLLM engine, into which TRL syncs the policy's
-weights before every step's rollouts (``generation: vllm``, ``josh.training.grpo_vllm``).
+weights before every step's rollouts (``generation: vllm``, ``josh.training.grpo.vllm``).
 
 TRL's built-in multi-turn support (``environment_factory``) was the other road: it exposes an environment's methods
 as tools in the model's native tool-call format and loops over tool calls only, so it has no place for a user
@@ -27,8 +27,8 @@ from josh.llm.base import Sampling
 from josh.run.components import build_llms, check_llms
 from josh.training.config import base_arguments
 from josh.training.data import to_dataset
-from josh.training.grpo_ledger import rollout_ledger
-from josh.training.grpo_rollout import (
+from josh.training.grpo.ledger import rollout_ledger
+from josh.training.grpo.rollout import (
     BoundedLLM,
     RolloutStats,
     WatchedEnv,
@@ -39,7 +39,7 @@ from josh.training.grpo_rollout import (
     run_batch,
     tally,
 )
-from josh.training.grpo_vllm import vllm_arguments
+from josh.training.grpo.vllm import vllm_arguments
 from josh.training.memory import lean_loss_head
 from josh.training.model import load_tokenizer, lora_config
 from josh.training.recipe import RecipeError, TrainRecipe
@@ -89,7 +89,7 @@ def check_recipe(recipe: TrainRecipe, n_tasks: int) -> None:
             "shares the policy being trained)"
         )
     if spec.generation == "vllm":
-        from josh.training.grpo_vllm import check_vllm
+        from josh.training.grpo.vllm import check_vllm
 
         check_vllm()
 
@@ -125,7 +125,7 @@ def grpo_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
 
 
 class ConversationRollout:
-    """TRL's ``rollout_func`` (see ``josh.training.grpo_rollout``), keeping a running ``RolloutStats``."""
+    """TRL's ``rollout_func`` (see ``josh.training.grpo.rollout``), keeping a running ``RolloutStats``."""
 
     def __init__(self, recipe: TrainRecipe, tokenizer: Any) -> None:
         self.recipe, self.tokenizer = recipe, tokenizer
@@ -160,7 +160,7 @@ class ConversationRollout:
         spec = self.recipe.grpo
         keys = [prompt[-1]["content"] for prompt in prompts]
         if getattr(trainer, "use_vllm", False):  # TRL has just synced the policy's weights into its engine
-            from josh.training.grpo_vllm import colocated_backend
+            from josh.training.grpo.vllm import colocated_backend
 
             llm = colocated_backend(trainer.vllm_generation.llm, spec.max_batch_size)
             try:

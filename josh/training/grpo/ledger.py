@@ -1,6 +1,6 @@
 """The GRPO rollout ledger: what the online rollouts cost, kept across checkpoints, and the LLM-call budget.
 
-``RolloutStats`` (``josh.training.grpo_rollout``) counts the conversations, LLM calls and skips of this process.
+``RolloutStats`` (``josh.training.grpo.rollout``) counts the conversations, LLM calls and skips of this process.
 The ledger is a ``TrainerCallback`` that writes them into every checkpoint and reads them back when training resumes
 (one file per process, ``josh_rollouts-<process>.json``), so ``metrics.json`` counts the whole run, not only its last
 stretch. With a budget (``RolloutStats.max_llm_calls``, from ``grpo.max_llm_calls``) it also stops training after the
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from josh.training.grpo_rollout import RolloutStats
+from josh.training.grpo.rollout import RolloutStats
 from josh.util.atomic import write_atomic
 
 
