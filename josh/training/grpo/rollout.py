@@ -37,10 +37,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from josh.envs.base import Env
-from josh.llm.base import LLMError, aclose_all
+from josh.llm.base import LLMError, Spent, aclose_all
 from josh.run.conversation import run_conversation
 from josh.types import ErrorCategory, Message, Task
 
@@ -125,8 +125,9 @@ def render(tokenizer: Any, messages: list[Message], tools: Any, *, generation_pr
     )
 
 
-class RolloutStats(BaseModel):
-    """Every conversation rolled out for training, what it cost and what was skipped (``metrics.json``)."""
+class RolloutStats(Spent):
+    """Every conversation rolled out for training, what it cost (LLM calls and tokens, agent and user) and what was
+    skipped (``metrics.json``)."""
 
     conversations: int = 0
     trained: int = 0
@@ -134,9 +135,6 @@ class RolloutStats(BaseModel):
     groups: int = 0
     equal_groups: int = 0
     reward_sum: float = 0.0
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     wall_s: float = 0.0
     max_llm_calls: int | None = None
     stopped_at_budget: bool = False
