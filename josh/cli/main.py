@@ -42,7 +42,7 @@ def main(
 @app.command()
 def version() -> None:
     """Print the installed josh version."""
-    from josh import __version__
+    from josh import __version__  # deferred: keeps josh --help light
 
     typer.echo(__version__)
 
@@ -66,10 +66,10 @@ def rollout(
     max_attempts: int = typer.Option(3, min=1, help="--ray: tries per task when actors die under it"),
 ) -> None:
     """JOSH beam search over a task split; one tree per task streamed to OUT/trees.jsonl (resumable)."""
-    from josh.run.components import preflight
-    from josh.search.algorithm import SearchConfig
+    from josh.run.components import preflight  # deferred: keeps josh --help light
+    from josh.search.algorithm import SearchConfig  # deferred: keeps josh --help light
     from josh.search.rollout import RolloutConfig, RolloutOptions, rollout_from_options
-    from josh.util.quiet import noise_to
+    from josh.util.quiet import noise_to  # deferred: keeps josh --help light
 
     with reported(interrupted=f"finished trees are in {out}/trees.jsonl; rerun the same command to resume"):
         search = SearchConfig(max_beam=beam, branching=branching, max_depth=max_depth)
@@ -112,11 +112,11 @@ def eval_(
     progress: bool = PROGRESS,
 ) -> None:
     """Evaluate an agent (no search) on a split: average reward, 100% success, pass^k, error shares, cost."""
-    from josh.eval.evaluate import evaluate, finished_count
-    from josh.eval.summary import print_summary
-    from josh.llm.health import stop_if_failing
-    from josh.run.components import build_components, preflight
-    from josh.util.quiet import noise_to
+    from josh.eval.evaluate import evaluate, finished_count  # deferred: keeps josh --help light
+    from josh.eval.summary import print_summary  # deferred: keeps josh --help light
+    from josh.llm.health import stop_if_failing  # deferred: keeps josh --help light
+    from josh.run.components import build_components, preflight  # deferred: keeps josh --help light
+    from josh.util.quiet import noise_to  # deferred: keeps josh --help light
 
     with reported(interrupted=f"finished conversations are in {out}/results.jsonl; rerun the same command to resume"):
         preflight(spec)
@@ -147,7 +147,7 @@ def eval_(
             built.close()
     print_summary(summary, title=f"{spec.agent} on {spec.env}/{spec.data}:{spec.split} -> {out}")
     _print_errors(summary.error_counts, out)
-    from josh.run.diagnostics import print_diagnostics
+    from josh.run.diagnostics import print_diagnostics  # deferred: keeps josh --help light
 
     print_diagnostics(summary.diagnostics)
 
@@ -180,8 +180,8 @@ def extract(
     subtree: str = typer.Option("max", help="tree format: a turn's subtree reward is the max or mean of its leaves"),
 ) -> None:
     """Turn rollout trees into sft.jsonl, kto.jsonl and dpo.jsonl (TRL conversational formats), or tree.jsonl."""
-    from josh.harvest.advantages import AdvantageConfig
-    from josh.harvest.extract import TRL_FORMATS, ExtractConfig, extract_run
+    from josh.harvest.advantages import AdvantageConfig  # deferred: keeps josh --help light
+    from josh.harvest.extract import TRL_FORMATS, ExtractConfig, extract_run  # deferred: keeps josh --help light
 
     with reported():
         config = ExtractConfig(
@@ -221,7 +221,7 @@ def view(
     open_: bool = typer.Option(False, "--open", help="open the page in the default browser"),
 ) -> None:
     """Self-contained HTML of JOSH search trees: ideal path, partial and pruned branches, tool calls."""
-    from josh.cli.view import open_in_browser, write_index, write_task
+    from josh.cli.view import open_in_browser, write_index, write_task  # deferred: keeps josh --help light
 
     with reported():
         if task is not None:
@@ -246,7 +246,7 @@ def loop_(
     progress: bool = PROGRESS,
 ) -> None:
     """Self-train: baseline eval, warm start, rounds of rollouts -> extract -> SFT/KTO -> eval, report (resumable)."""
-    from josh.loop.demo import run_with_table
+    from josh.loop.demo import run_with_table  # deferred: keeps josh --help light
 
     run_with_table(recipe, overrides or [], progress=progress, seeds=seeds)
 
@@ -261,8 +261,8 @@ def report_(
 
     from rich.console import Console
 
-    from josh.loop.render import print_loop_report, print_seeds_report
-    from josh.loop.seeds import SeedsReport, rebuild
+    from josh.loop.render import print_loop_report, print_seeds_report  # deferred: keeps josh --help light
+    from josh.loop.seeds import SeedsReport, rebuild  # deferred: keeps josh --help light
 
     with reported():
         report = rebuild(Path(run_dir))
@@ -287,7 +287,7 @@ def compare_(
     """Paired per-task comparison of finished evaluations, pooling several evaluations (seeds) per model."""
     from rich.console import Console
 
-    from josh.eval.compare import compare_evaluations, print_compare
+    from josh.eval.compare import compare_evaluations, print_compare  # deferred: keeps josh --help light
 
     report = compare_evaluations(models, baseline)
     if as_json:
@@ -303,7 +303,7 @@ def demo(
     progress: bool = PROGRESS,
 ) -> None:
     """The CPU demo: JOSH self-training of SmolLM2-135M on the mini ToolWOZ set (offline; 18 to 20 minutes on 2 cores)."""
-    from josh.loop.demo import demo_recipe, run_with_table
+    from josh.loop.demo import demo_recipe, run_with_table  # deferred: keeps josh --help light
 
     run_with_table(str(demo_recipe()), overrides or [], progress=progress)
 
@@ -338,7 +338,7 @@ def matrix(
 
     from rich.console import Console
 
-    from josh.eval.matrix import MatrixConfig, print_matrix, run_matrix
+    from josh.eval.matrix import MatrixConfig, print_matrix, run_matrix  # deferred: keeps josh --help light
 
     console = Console()
     settings = key_values(llm_options, "--llm-option", "dtype=bfloat16")
@@ -351,7 +351,7 @@ def matrix(
 
 
 def _register_data() -> None:
-    from josh.envs.toolwoz.commands import data_app
+    from josh.envs.toolwoz.commands import data_app  # deferred: keeps josh --help light
 
     app.add_typer(data_app, name="data")
 
@@ -360,7 +360,7 @@ _register_data()
 
 
 def _register_train() -> None:
-    from josh.training.cli import train_app
+    from josh.training.cli import train_app  # deferred: keeps josh --help light
 
     app.add_typer(train_app, name="train")
 
@@ -369,7 +369,7 @@ _register_train()
 
 
 def _register_serve() -> None:
-    from josh.cli.serve import serve
+    from josh.cli.serve import serve  # deferred: keeps josh --help light
 
     app.command()(serve)
 

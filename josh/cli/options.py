@@ -17,15 +17,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from typer.core import TyperCommand
 
-from josh.agents import AGENTS
-from josh.envs import ENVIRONMENTS
-from josh.llm.base import Sampling
-from josh.llm.factory import BACKENDS
-from josh.run.components import ComponentOptions
 from josh.run.spec import RunSpec
-from josh.training.recipe import parse_override
-from josh.users import USERS
-from josh.util.errors import reported
 
 if TYPE_CHECKING:
     import click
@@ -40,6 +32,11 @@ EXAMPLES = {"agent_options": "examples=2", "llm_options": "dtype=bfloat16", "use
 
 def registry(kind: str) -> Registry:
     """The registry of environments, agents, users or backends."""
+    from josh.agents import AGENTS  # deferred: keeps josh --help light
+    from josh.envs import ENVIRONMENTS  # deferred: keeps josh --help light
+    from josh.llm.factory import BACKENDS  # deferred: keeps josh --help light
+    from josh.users import USERS  # deferred: keeps josh --help light
+
     return {"env": ENVIRONMENTS, "agent": AGENTS, "backend": BACKENDS, "user": USERS}[kind]
 
 
@@ -106,6 +103,8 @@ def option(name: str) -> Any:
 
 def key_values(texts: list[str] | None, flag: str, example: str) -> dict[str, Any]:
     """``KEY=VALUE`` flags as a dict (values read as YAML)."""
+    from josh.training.recipe import parse_override  # deferred: keeps josh --help light
+
     out = {}
     for text in texts or []:
         path, value = parse_override(text, flag, example)
@@ -117,6 +116,9 @@ def key_values(texts: list[str] | None, flag: str, example: str) -> dict[str, An
 
 def components_from(values: dict[str, Any], split: str = "test") -> ComponentOptions:
     """``ComponentOptions`` from run option values; temperature / max_new_tokens become the agent's sampling."""
+    from josh.llm.base import Sampling  # deferred: keeps josh --help light
+    from josh.run.components import ComponentOptions  # deferred: keeps josh --help light
+
     values = dict(values)
     temperature, max_new = values.pop("temperature", None), values.pop("max_new_tokens", None)
     for name, example in EXAMPLES.items():
@@ -135,6 +137,8 @@ def components_from(values: dict[str, Any], split: str = "test") -> ComponentOpt
 def run_options(split: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Replace a command's ``spec`` parameter by ``--split`` (default ``split``: the split the command usually runs
     on) and the run options; the command receives them as one ``ComponentOptions`` in ``spec``."""
+    from josh.util.errors import reported  # deferred: keeps josh --help light
+
     options = {"split": (str, split_option(split)), **RUN_OPTIONS}
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:

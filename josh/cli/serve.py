@@ -27,7 +27,6 @@ from typing import IO, Any
 import typer
 
 from josh.llm.models import cache_root, is_adapter_dir, resolve_model
-from josh.training.merge import merge_adapter
 from josh.util.atomic import write_atomic, write_folder_atomic
 from josh.util.errors import reported
 from josh.util.layout import SERVED_MARKER as MARKER
@@ -74,6 +73,8 @@ def _merged(adapter: Path, folder: Path | None) -> Path:
     if _stamp(target) == stamp:
         return target
     _check_writable(target)
+    from josh.training.merge import merge_adapter  # deferred: loads the training stack's model code
+
     return _build(target, stamp, lambda tmp: merge_adapter(adapter, tmp))
 
 

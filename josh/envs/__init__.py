@@ -9,10 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from josh.envs.airline import AirlineEnv
-from josh.envs.retail import RetailEnv
-from josh.envs.toolwoz.data import load_toolwoz
-from josh.envs.toolwoz.env import ToolWOZEnv
 from josh.registry import Registry
 
 if TYPE_CHECKING:
@@ -33,15 +29,22 @@ def _default(data: str) -> str | None:
 
 
 def _toolwoz(data: str) -> Env:
+    from josh.envs.toolwoz.data import load_toolwoz  # deferred, like every builder here: an environment's modules
+    from josh.envs.toolwoz.env import ToolWOZEnv  # load when it is built, not when the registry is read (--help)
+
     loaded = load_toolwoz(data)
     return ToolWOZEnv(loaded.db_dir, tasks=loaded.splits)
 
 
 def _retail(data: str) -> Env:
+    from josh.envs.retail import RetailEnv  # deferred: see _toolwoz
+
     return RetailEnv(_default(data))
 
 
 def _airline(data: str) -> Env:
+    from josh.envs.airline import AirlineEnv  # deferred: see _toolwoz
+
     return AirlineEnv(_default(data))
 
 

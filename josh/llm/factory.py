@@ -17,8 +17,6 @@ from typing import Any
 
 from josh.llm.base import LLM
 from josh.llm.config import HFConfig, LLMConfig, OpenAIConfig, ScriptedConfig, VLLMConfig
-from josh.llm.scripted import ScriptedLLM
-from josh.llm.vllm import VLLMLLM
 from josh.registry import Registry
 from josh.util.errors import VLLM_INSTALL
 
@@ -72,6 +70,8 @@ def _hf(config: HFConfig, policy: Any) -> LLM:
 
 
 def _vllm(config: VLLMConfig, policy: Any) -> LLM:
+    from josh.llm.vllm import VLLMLLM  # deferred, like every backend: loaded when built
+
     return VLLMLLM(config.model, **config.settings())
 
 
@@ -82,6 +82,8 @@ def _openai(config: OpenAIConfig, policy: Any) -> LLM:
 
 
 def _scripted(config: ScriptedConfig, policy: Any) -> LLM:
+    from josh.llm.scripted import ScriptedLLM  # deferred, like every backend: loaded when built
+
     if policy is None:
         policy = config.replies
     if policy is None or (isinstance(policy, Sequence) and not isinstance(policy, str) and not policy):

@@ -12,8 +12,6 @@ from typing import Annotated
 
 import typer
 
-from josh.training.recipe import RecipeError, load_recipe
-from josh.training.runner import train
 from josh.util.errors import reported
 
 train_app = typer.Typer(
@@ -27,6 +25,9 @@ train_app = typer.Typer(
 def run_command(method: str, recipe: Path, overrides: list[str], data: Path | None, output: Path | None, resume: bool):
     """Load and check the recipe, train, and turn every input problem into one red line and exit code 2."""
     from rich.console import Console
+
+    from josh.training.recipe import RecipeError, load_recipe  # deferred: keeps josh --help light
+    from josh.training.runner import train  # deferred: keeps josh --help light
 
     console = Console(stderr=True, soft_wrap=True)
     with reported(interrupted="rerun the same command with --resume to continue from the last checkpoint"):

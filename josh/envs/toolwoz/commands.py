@@ -13,14 +13,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from josh.envs.toolwoz.data import load_toolwoz, write_tasks
-from josh.envs.toolwoz.download import DownloadError, download_multiwoz, download_toolwoz
-from josh.envs.toolwoz.generator import generate as generate_tasks
-from josh.envs.toolwoz.generator import load_db
-from josh.envs.toolwoz.impossible import generate_with_impossible, summary_of
-from josh.envs.toolwoz.mini import write_mini
-from josh.envs.toolwoz.multiwoz import DataFormatError
-from josh.envs.toolwoz.task import DOMAINS
 from josh.util.errors import reports_errors
 
 if TYPE_CHECKING:
@@ -71,6 +63,8 @@ def download(
     if dataset in (Dataset.retail, Dataset.airline):
         _download_taubench(dataset.value, dest, commit)
         return
+    from josh.envs.toolwoz.download import DownloadError, download_multiwoz, download_toolwoz
+    from josh.envs.toolwoz.multiwoz import DataFormatError  # deferred: keeps josh --help light
 
     run = download_toolwoz if dataset is Dataset.toolwoz else download_multiwoz
     try:
@@ -98,6 +92,8 @@ def mini(
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Regenerate the mini ToolWOZ set (invented database + train/val/test tasks)."""
+    from josh.envs.toolwoz.mini import write_mini  # deferred: keeps josh --help light
+
     counts = write_mini(dest, seed=seed)
     console.print(", ".join(f"{split}: {n}" for split, n in counts.items()) + f" tasks written to {dest}")
 
@@ -119,6 +115,11 @@ def generate(
     ),
 ) -> None:
     """Generate tasks over any MultiWOZ-format database: valid ones, and with --impossible some that cannot be met."""
+    from josh.envs.toolwoz.data import write_tasks  # deferred: keeps josh --help light
+    from josh.envs.toolwoz.generator import generate as generate_tasks  # deferred: keeps josh --help light
+    from josh.envs.toolwoz.generator import load_db  # deferred: keeps josh --help light
+    from josh.envs.toolwoz.impossible import generate_with_impossible, summary_of  # deferred: keeps josh --help light
+
     try:
         if impossible > 0:
             tasks = generate_with_impossible(load_db(db), n, share=impossible, seed=seed, prefix=prefix)
@@ -133,6 +134,9 @@ def generate(
 
 
 def _load(source: str) -> ToolWOZData:
+    from josh.envs.toolwoz.data import load_toolwoz  # deferred: keeps josh --help light
+    from josh.envs.toolwoz.multiwoz import DataFormatError  # deferred: keeps josh --help light
+
     try:
         return load_toolwoz(source)
     except DataFormatError as exc:
@@ -142,6 +146,8 @@ def _load(source: str) -> ToolWOZData:
 @data_app.command()
 def stats(source: str = typer.Argument("mini", help="'mini', a folder, or a dataset.zip")) -> None:
     """Tasks per split: single-domain tasks, search/book goals, fail cases, tasks per domain."""
+    from josh.envs.toolwoz.task import DOMAINS  # deferred: keeps josh --help light
+
     data = _load(source)
     table = Table(title=f"ToolWOZ source {source} (db: {data.db_dir})")
     for column in ("split", "tasks", "1-domain", "search", "book", "fail_info", "fail_book", *DOMAINS):
