@@ -3,6 +3,8 @@ so ``josh --help`` stays fast)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -294,6 +296,70 @@ def compare_(
         typer.echo(report.model_dump_json(indent=2))
     else:
         print_compare(report, Console())
+
+
+@app.command()
+@reports_errors
+def judge(
+    run: str = typer.Argument(..., help="a finished `josh eval` folder (results.jsonl)"),
+    backend: str = typer.Option("hf", help="the judge's LLM backend"),
+    model: str = typer.Option("smollm2", help="the judge's model"),
+    llm_options: list[str] | None = typer.Option(
+        None, "--llm-option", help="judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
+    ),
+    env: str | None = typer.Option(None, help="environment of the run (default: the one its summary.json names)"),
+    data: str | None = typer.Option(None, help="its data (default: the one its summary.json names)"),
+    concurrency: int = typer.Option(8, min=1, help="judge requests in flight at the same time"),
+    grammar: bool = typer.Option(
+        True, help="constrain the judge's answer with a grammar (--no-grammar for a backend without, e.g. OpenAI)"
+    ),
+) -> None:
+    """Score every agent reply of an evaluation on cohesion, backend consistency and policy compliance (TD-Eval)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from josh.envs import build_env  # deferred: keeps josh --help light
+    from josh.eval.judge.runner import judge_run  # deferred: keeps josh --help light
+    from josh.eval.summary import fmt_interval  # deferred: keeps josh --help light
+    from josh.run.components import build_llms, check_llms  # deferred: keeps josh --help light
+    from josh.util.layout import RESULTS, SUMMARY  # deferred: keeps josh --help light
+
+    folder = Path(run)
+    if not (folder / RESULTS).is_file():
+        raise FileNotFoundError(f"no conversations to judge in {folder}: run `josh eval --out {folder}` first")
+    info = {}
+    if (folder / SUMMARY).is_file():
+        info = json.loads((folder / SUMMARY).read_text(encoding="utf-8")).get("run") or {}
+    env_name, env_data = env or info.get("env"), data or info.get("data")
+    if not env_name:
+        raise ValueError(f"{folder} names no environment (no {SUMMARY} with run info): pass --env and --data")
+    settings = key_values(llm_options, "--llm-option", "dtype=bfloat16")
+    key = (backend, model, settings.pop("base_url", None))
+    llms = build_llms(check_llms({key: settings}))
+    environment = build_env(env_name, env_data or "mini")
+
+    async def session():  # the judge's HTTP connections close in the loop that used them
+        try:
+            return await judge_run(
+                folder, environment, llms[key], judge=f"{backend}:{model}", concurrency=concurrency, grammar=grammar
+            )
+        finally:
+            for llm in llms.values():
+                await llm.aclose()
+
+    try:
+        summary = asyncio.run(session())
+    finally:
+        for llm in llms.values():
+            llm.close()
+    table = Table(title=f"judge {summary.judge} ({summary.replies} replies, {summary.failed} failed)")
+    table.add_column("dimension")
+    table.add_column("mean score [95% CI]")
+    for name, interval in summary.scores.items():
+        table.add_row(name, fmt_interval(interval))
+    for name, count in summary.not_applicable.items():
+        table.add_row(name, f"n/a for {count} replies (no policy)")
+    Console().print(table)
 
 
 @app.command()

@@ -17,6 +17,8 @@ EVAL_LOG = "eval.log"
 MATRIX_JSON = "matrix.json"
 MATRIX_MD = "matrix.md"
 MATRIX_CONFIG = "matrix_config.json"
+JUDGEMENTS = "judgements.jsonl"
+JUDGE_SUMMARY = "judge_summary.json"
 
 EXTRACT_STATS = "extract_stats.json"
 WARMSTART_ROWS = "sft.jsonl"

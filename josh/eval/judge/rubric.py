@@ -1,0 +1,99 @@
+"""The three turn-level dimensions a judge scores, the prompt it reads (josh's own wording of TD-Eval's rubric), the
+grammar that keeps its answer well formed, and what one judgement records.
+
+The judge sees the conversation up to the reply (the user's messages, the agent's replies, every tool call the agent
+made and what the tool returned), the reply itself, and the domain's policy, and scores each dimension from 1 (bad)
+to 5 (good) with one sentence why. Without a policy the policy dimension is not scored (``None``, "n/a").
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import Field
+
+from josh.llm.base import Spent
+from josh.types import Message, system, user
+
+PROMPT_VERSION = "josh-judge-1"
+LOW, HIGH = 1, 5
+DIMENSIONS: dict[str, str] = {
+    "cohesion": "Conversation cohesion: the reply follows from the conversation so far. It responds to what the user "
+    "just said, keeps the details already agreed, moves the task on, and neither repeats nor contradicts itself.",
+    "backend": "Backend knowledge consistency: every fact the reply states about the domain (names, prices, times, "
+    "availability, reference numbers, whether an action succeeded) is supported by the tool results above. A fact no "
+    "tool returned, or one a tool contradicted, scores low; a reply that states no such fact scores high.",
+    "policy": "Policy compliance: the reply follows the domain policy below. It asks for what the policy requires "
+    "before acting, refuses what the policy forbids, and does not claim an action that was not taken.",
+}
+MAX_WHY = 300
+
+
+class TurnJudgement(Spent):
+    """One judged reply: ``turn`` is its index in the conversation record's ``messages``; a score is ``None`` where
+    the dimension was not judged (no policy) or the judgement failed (``error`` says why)."""
+
+    task_id: str
+    trial: int = 0
+    turn: int
+    scores: dict[str, int | None] = Field(default_factory=dict)
+    why: dict[str, str] = Field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return self.task_id, self.trial, self.turn
+
+
+def _line(message: Message) -> list[str]:
+    """A message as the judge reads it: who said or did what."""
+    out = []
+    if message.role == "user":
+        out.append(f"USER: {message.content or ''}")
+    elif message.role == "assistant":
+        if message.content:
+            out.append(f"AGENT: {message.content}")
+        for call in message.tool_calls or []:
+            out.append(f"AGENT CALLS {call.name}({json.dumps(call.arguments, ensure_ascii=False)})")
+    elif message.role == "tool":
+        out.append(f"TOOL RESULT: {message.content or ''}")
+    return out
+
+
+def judge_messages(context: list[Message], reply: Message, policy: str | None) -> list[Message]:
+    """The chat a judge answers for one reply (``context``: the conversation before it)."""
+    dimensions = {name: text for name, text in DIMENSIONS.items() if policy or name != "policy"}
+    rubric = "\n".join(f"- {name}: {text}" for name, text in dimensions.items())
+    answer = ", ".join(f'"{name}": {{"score": <{LOW}-{HIGH}>, "why": "<one sentence>"}}' for name in dimensions)
+    instructions = (
+        "You grade one reply of a customer-service agent that works through tools. Score each dimension from "
+        f"{LOW} (bad) to {HIGH} (good), judging only the reply marked REPLY TO GRADE, in its place in the "
+        f"conversation.\n{rubric}\nAnswer with one JSON object and nothing else: {{{answer}}}"
+    )
+    transcript = [line for m in context for line in _line(m)]
+    parts = ["CONVERSATION SO FAR:", *(transcript or ["(nothing yet)"]), "", f"REPLY TO GRADE: {reply.content or ''}"]
+    if policy:
+        parts += ["", "DOMAIN POLICY:", policy]
+    return [system(instructions), user("\n".join(parts))]
+
+
+def judge_grammar(with_policy: bool) -> str:
+    """A Lark grammar (llguidance's ``%json``) that admits exactly the answer the prompt asks for."""
+    item = {
+        "type": "object",
+        "properties": {
+            "score": {"type": "integer", "minimum": LOW, "maximum": HIGH},
+            "why": {"type": "string", "maxLength": MAX_WHY},
+        },
+        "required": ["score", "why"],
+        "additionalProperties": False,
+    }
+    names = [n for n in DIMENSIONS if with_policy or n != "policy"]
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": dict.fromkeys(names, item),
+        "required": names,
+        "additionalProperties": False,
+    }
+    return f"start: %json {json.dumps(schema)}"

@@ -1,0 +1,138 @@
+"""Judge every agent reply of a finished evaluation (``josh judge RUN_DIR``): one ``TurnJudgement`` per reply in
+``judgements.jsonl``, appended as they finish, so a killed run resumes where it stopped; then ``judge_summary.json``
+with each dimension's mean score and a bootstrap 95% interval over tasks.
+
+A reply is an agent message with text for the user (a turn that only calls tools is not judged; its calls and their
+results are part of the next reply's context). The judge runs greedy, under ``judge_grammar`` where the backend
+takes grammars (``grammar=False`` for one that does not, such as OpenAI's API). A failed request or an answer without
+usable scores is a judgement with ``error`` set: counted, never fatal; rerunning retries it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from josh.envs.base import Env
+from josh.eval.evaluate import load_results
+from josh.eval.judge.parse import JudgeOutputError, parse_judgement
+from josh.eval.judge.rubric import DIMENSIONS, PROMPT_VERSION, TurnJudgement, judge_grammar, judge_messages
+from josh.eval.metrics import Interval, bootstrap
+from josh.llm.base import LLM, LLMError, Sampling, Spent
+from josh.run.conversation import ConversationRecord
+from josh.util.atomic import write_atomic
+from josh.util.jsonl import JsonlWriter, read_models
+from josh.util.layout import JUDGE_SUMMARY, JUDGEMENTS
+
+MAX_JUDGE_TOKENS = 400
+
+
+class JudgeSummary(Spent):
+    """What ``judge_run`` measured: per dimension the mean score over judged replies (bootstrap over tasks), how many
+    replies were judged, failed, or had a dimension that does not apply (no policy)."""
+
+    judge: str
+    prompt_version: str = PROMPT_VERSION
+    replies: int = 0
+    failed: int = 0
+    not_applicable: dict[str, int] = Field(default_factory=dict)
+    scores: dict[str, Interval] = Field(default_factory=dict)
+
+
+class _Job(BaseModel):
+    record: ConversationRecord
+    turn: int
+
+
+def reply_turns(record: ConversationRecord) -> list[int]:
+    """Indices in ``record.messages`` of the agent's replies to the user."""
+    return [i for i, m in enumerate(record.messages) if m.role == "assistant" and (m.content or "").strip()]
+
+
+def policy_of(env: Env) -> str | None:
+    """The domain policy the policy dimension is judged against (None: that dimension is not judged)."""
+    policy = getattr(env, "policy", None)
+    return policy if isinstance(policy, str) and policy.strip() else None
+
+
+def load_judgements(run_dir: Path) -> list[TurnJudgement]:
+    path = run_dir / JUDGEMENTS
+    return list(read_models(path, TurnJudgement, "a judgement", repair=True)) if path.is_file() else []
+
+
+async def _judge_one(llm: LLM, job: _Job, policy: str | None, grammar: bool) -> TurnJudgement:
+    record, turn = job.record, job.turn
+    names = [n for n in DIMENSIONS if policy or n != "policy"]
+    messages = judge_messages(record.messages[:turn], record.messages[turn], policy)
+    sampling = Sampling(
+        temperature=0.0, max_new_tokens=MAX_JUDGE_TOKENS, grammar=judge_grammar(policy is not None) if grammar else None
+    )
+    out = TurnJudgement(task_id=record.task_id, trial=record.trial, turn=turn)
+    out.scores = {n: None for n in DIMENSIONS}
+    try:
+        [completion] = await llm.chat(messages, sampling=sampling)
+    except LLMError as exc:
+        out.error = f"judge request failed: {exc}"
+        return out
+    out.llm_calls, out.prompt_tokens, out.completion_tokens = 1, completion.prompt_tokens, completion.completion_tokens
+    try:
+        scores, why = parse_judgement(completion.text, names)
+    except JudgeOutputError as exc:
+        out.error = str(exc)
+        return out
+    out.scores.update(scores)
+    out.why = why
+    return out
+
+
+async def judge_run(
+    run_dir: str | Path, env: Env, llm: LLM, *, judge: str, concurrency: int = 8, grammar: bool = True
+) -> JudgeSummary:
+    """Judge every reply of ``run_dir``'s conversations not yet judged (a failed judgement is retried), then write
+    and return the summary."""
+    run_dir = Path(run_dir)
+    records = load_results(run_dir)
+    if not records:
+        raise FileNotFoundError(f"no conversations to judge in {run_dir}: run `josh eval --out {run_dir}` first")
+    done = {j.key for j in load_judgements(run_dir) if j.error is None}
+    jobs = [_Job(record=r, turn=t) for r in records for t in reply_turns(r) if (r.task_id, r.trial, t) not in done]
+    policy = policy_of(env)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(job: _Job) -> TurnJudgement:
+        async with gate:
+            return await _judge_one(llm, job, policy, grammar)
+
+    with JsonlWriter(run_dir / JUDGEMENTS) as writer:
+        for finished in asyncio.as_completed([one(job) for job in jobs]):
+            writer.write(await finished)
+    summary = summarize(load_judgements(run_dir), judge=judge)
+    write_atomic(run_dir / JUDGE_SUMMARY, summary.model_dump_json(indent=2) + "\n")
+    return summary
+
+
+def summarize(judgements: list[TurnJudgement], *, judge: str) -> JudgeSummary:
+    """The summary of the newest judgement of each reply."""
+    latest: dict[tuple[str, int, int], TurnJudgement] = {}
+    for j in judgements:
+        if j.key not in latest or latest[j.key].error is not None:
+            latest[j.key] = j
+    summary = JudgeSummary(judge=judge, replies=len(latest))
+    by_task: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for j in latest.values():
+        summary.failed += j.error is not None
+        for name in DIMENSIONS:
+            score = j.scores.get(name)
+            if score is not None:
+                by_task[name][j.task_id].append(float(score))
+            elif j.error is None:
+                summary.not_applicable[name] = summary.not_applicable.get(name, 0) + 1
+    for j in judgements:
+        summary.llm_calls += j.llm_calls
+        summary.prompt_tokens += j.prompt_tokens
+        summary.completion_tokens += j.completion_tokens
+    summary.scores = {name: bootstrap(list(tasks.values())) for name, tasks in by_task.items() if tasks}
+    return summary
