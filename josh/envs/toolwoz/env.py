@@ -25,6 +25,7 @@ from josh.envs.base import ConversationState
 from josh.envs.toolwoz.db import ToolWOZDB
 from josh.envs.toolwoz.goals import TaskPlan, search_completes
 from josh.envs.toolwoz.impossible import WRITE_TOOLS, impossible_reward
+from josh.envs.toolwoz.policy import POLICY
 from josh.envs.toolwoz.schema import Rejection, openai_tools, validate
 from josh.envs.toolwoz.serving import FAILED_BOOKING, serve_booking, serve_search
 from josh.envs.toolwoz.task import BOOK_SLOTS
@@ -80,6 +81,11 @@ class ToolWOZEnv:
 
     def system_prompt(self, task: Task) -> str:
         return SYSTEM_PROMPT
+
+    @property
+    def policy(self) -> str:
+        """The written service policy of the domains (``josh.envs.toolwoz.policy``), for judging replies."""
+        return POLICY
 
     def reset(self, task: Task) -> ConversationState:
         """A fresh state for ``task``; a task that is not a valid ToolWOZ task raises ``ValueError``."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from josh.cli.main import app
@@ -35,8 +36,8 @@ def test_every_reply_is_judged_and_a_failure_is_retried(tmp_path: Path) -> None:
     failed = (replies + 1) // 2
     summary = json.loads((out / "judge_summary.json").read_text())
     assert summary["replies"] == replies and summary["failed"] == failed
-    assert summary["not_applicable"] == {"policy": replies - failed}  # ToolWOZ has no written policy yet
-    assert summary["scores"]["cohesion"]["mean"] == 4.0 and "policy" not in summary["scores"]
+    assert summary["not_applicable"] == {} and summary["scores"]["policy"]["mean"] == 4.0  # ToolWOZ's written policy
+    assert summary["scores"]["cohesion"]["mean"] == 4.0
     assert summary["llm_calls"] == replies and summary["judge"] == "scripted:smollm2"
 
     again = judge(out, [GOOD])
@@ -50,3 +51,49 @@ def test_every_reply_is_judged_and_a_failure_is_retried(tmp_path: Path) -> None:
 def test_a_folder_without_conversations_is_one_clear_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["judge", str(tmp_path), "--env", "toolwoz", "--backend", "scripted"])
     assert result.exit_code == 2 and "no conversations to judge" in result.output
+
+
+def test_the_judge_reads_the_reply_its_context_and_the_policy() -> None:
+    from josh.envs import build_env
+    from josh.eval.judge.rubric import judge_grammar, judge_messages
+    from josh.eval.judge.runner import policy_of
+    from josh.types import ToolCall, assistant, tool_result, user
+
+    policy = policy_of(build_env("toolwoz", "mini"))
+    assert policy is not None and "reference number" in policy
+    context = [
+        user("A cheap chinese place, please."),
+        assistant(calls=[ToolCall(name="search_restaurant", arguments={})]),
+    ]
+    context.append(tool_result(context[-1].tool_calls[0].id, '{"name": "golden wok"}'))
+    system, prompt = judge_messages(context, assistant("Golden Wok is booked, reference X1."), policy)
+    assert '"policy": {"score"' in system.content
+    assert (
+        "AGENT CALLS search_restaurant({})" in prompt.content
+        and 'TOOL RESULT: {"name": "golden wok"}' in prompt.content
+    )
+    assert prompt.content.index("REPLY TO GRADE: Golden Wok is booked") < prompt.content.index("DOMAIN POLICY:")
+    without = judge_messages(context, assistant("Hello"), None)
+    assert '"policy"' not in without[0].content and "DOMAIN POLICY" not in without[1].content
+    assert '"policy"' in judge_grammar(True) and '"policy"' not in judge_grammar(False)
+
+
+def test_the_judge_grammar_compiles_for_llguidance() -> None:
+    pytest.importorskip("llguidance")
+    from josh.eval.judge.rubric import judge_grammar
+    from josh.llm.hf_grammar import grammar_problem
+
+    assert grammar_problem(judge_grammar(True)) is None and grammar_problem(judge_grammar(False)) is None
+
+
+@pytest.mark.slow
+def test_smollm2_judges_under_the_grammar_and_every_answer_parses(tmp_path: Path) -> None:
+    out = tmp_path / "eval"
+    args = ["eval", "--agent", "oracle", "--user", "agenda", "--limit", "1", "--no-progress", "--out", str(out)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    result = CliRunner().invoke(app, ["judge", str(out), "--backend", "hf", "--model", "smollm2"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "judge_summary.json").read_text())
+    assert summary["failed"] == 0 and summary["replies"] == sum(len(reply_turns(r)) for r in load_results(out))
+    assert set(summary["scores"]) == {"cohesion", "backend", "policy"}
+    assert all(1 <= j.scores[n] <= 5 for j in load_judgements(out) for n in j.scores)
