@@ -1,10 +1,11 @@
 """What each evaluated model of a loop cost in LLM calls and tokens, so arms are compared at equal cost.
 
-A JOSH arm's model of round R (JOSH-SFT, JOSH-KTO, JOSH-SFT+KTO, JOSH-tree, control-random) was trained on the
-searches of rounds 1..R: its cost is their LLM calls and tokens (agent and user together, from each round's
-``rollouts/stats.json``). The GRPO arm's model of round R cost the LLM calls of its own training rollouts in rounds
-1..R (``train-grpo/metrics.json``). Models of round 0 (the base model, the scripted warm start, control-retrain)
-cost no LLM call. Evaluation calls are not counted here; the model table has them.
+A JOSH arm's model of round R (JOSH-SFT, JOSH-KTO, JOSH-SFT+KTO, JOSH-tree, control-random, an arm of your own) was
+trained on the searches of rounds 1..R: its cost is their LLM calls and tokens (agent and user together, from each
+round's ``rollouts/stats.json``). An arm that rolls out on its own (GRPO) records its training folder per round in
+``RoundRecord.own_rollouts``; its model of round R cost the LLM calls of those rollouts in rounds 1..R (each
+folder's ``metrics.json``). Models of round 0 (the base model, the scripted warm start, control-retrain) cost no LLM
+call. Evaluation calls are not counted here; the model table has them.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from pydantic import BaseModel
 
 from josh.loop.result import LoopResult
 from josh.util.layout import METRICS, ROLLOUT_STATS
-
-GRPO_ARM = "GRPO"
 
 
 class ArmCost(BaseModel):
@@ -54,16 +53,16 @@ def _usage(data: dict[str, Any]) -> tuple[int, int, int]:
 def arm_costs(result: LoopResult) -> list[ArmCost]:
     """One entry per evaluated model (see the module docstring)."""
     search = {rec.round: _usage(_read(rec.rollouts / ROLLOUT_STATS)) for rec in result.rounds}
-    online = {
-        rec.round: _usage(_read(rec.grpo / METRICS if rec.grpo else None).get("rollouts") or {})
-        for rec in result.rounds
-    }
+    own: dict[str, dict[int, tuple[int, int, int]]] = {}
+    for rec in result.rounds:
+        for arm, folder in rec.own_rollouts.items():
+            own.setdefault(arm, {})[rec.round] = _usage(_read(folder / METRICS).get("rollouts") or {})
     out = []
     for item in result.evaluated:
         if item.round == 0:
             out.append(ArmCost(label=item.label, arm=item.arm, round=0, spent_on="-"))
             continue
-        per_round, spent_on = (online, "GRPO rollouts") if item.arm == GRPO_ARM else (search, "JOSH searches")
+        per_round, spent_on = (own[item.arm], f"{item.arm} rollouts") if item.arm in own else (search, "JOSH searches")
         calls, prompt, completion = (sum(v[i] for r, v in per_round.items() if r <= item.round) for i in range(3))
         out.append(
             ArmCost(

@@ -39,7 +39,8 @@ class RoundRecord:
     extract: Path
     control: Path | None = None
     tree: Path | None = None  # the tree arm's extraction folder
-    grpo: Path | None = None  # the GRPO arm's training folder (its rollouts' LLM calls are in metrics.json)
+    own_rollouts: dict[str, Path] = field(default_factory=dict)  # arm -> training folder whose metrics.json counts
+    # the LLM calls of the arm's own rollouts (GRPO): such an arm is costed by those, not by the searches
 
 
 @dataclass

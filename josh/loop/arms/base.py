@@ -4,30 +4,33 @@ next round. An arm is one object with a ``key`` (its recipe section, and its nam
 and a ``run`` that trains and evaluates through the loop's services (``LoopServices``); ``josh.loop.arms`` lists them
 in the order they run (an arm may use the models of the arms before it, e.g. KTO on the round's SFT policy).
 
-A model's label in the report is ``model_label(round, name)``: ``round 2 JOSH-SFT``. The models outside the rounds
-are ``BASE``, ``WARM_START`` and ``RETRAIN``.
+A model's label in the report is a ``Label``: ``model_label(round, name)`` (``round 2 JOSH-SFT``), or one of the
+models outside the rounds, ``BASE``, ``WARM_START`` and ``RETRAIN``. An arm's model is costed by the searches it
+learned from, unless the arm rolls out on its own and records its training folder in the round's
+``own_rollouts`` (GRPO; ``josh.loop.costs``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, NewType, Protocol
 
 from josh.loop.recipe import LoopRecipe
 from josh.loop.result import RETRAIN, LoopResult
 from josh.loop.stages import ExtractStage, RolloutStage, StageContext, TrainStage
 from josh.training.recipe import TrainRecipe
 
-Model = tuple[Path, str]  # an evaluated adapter and its label
-BASE = "base"
-WARM_START = "warm start"
-__all__ = ["BASE", "RETRAIN", "WARM_START", "Arm", "ArmBase", "LoopServices", "Model", "Round", "model_label"]
+Label = NewType("Label", str)  # a model's name in the report
+Model = tuple[Path, Label]  # an evaluated adapter and its label
+BASE = Label("base")
+WARM_START = Label("warm start")
+__all__ = ["BASE", "RETRAIN", "WARM_START", "Arm", "ArmBase", "Label", "LoopServices", "Model", "Round", "model_label"]
 
 
-def model_label(round_: int, arm: str) -> str:
+def model_label(round_: int, arm: str) -> Label:
     """The report label of ``arm``'s model of round ``round_``."""
-    return f"round {round_} {arm}"
+    return Label(f"round {round_} {arm}")
 
 
 @dataclass
@@ -46,7 +49,7 @@ class Round:
     prior_sft: list[Path]
     models: dict[str, Model | None] = field(default_factory=dict)
 
-    def label(self, arm: str) -> str:
+    def label(self, arm: str) -> Label:
         return model_label(self.number, arm)
 
 

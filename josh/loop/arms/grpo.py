@@ -34,7 +34,7 @@ class GRPOArm(ArmBase):
         if recipe.grpo_budget == "search":
             update["max_llm_calls"] = search_calls(round_.rollouts)
         arm = own.model_copy(update={"grpo": own.grpo.model_copy(update=update)})
-        loop.result.rounds[-1].grpo = folder / "train-grpo"
+        loop.result.rounds[-1].own_rollouts[self.title] = folder / "train-grpo"
         train = loop.train_stage(f"round {r} train-grpo", folder / "train-grpo", arm, [], "grpo", start=loop.grpo_start)
         model = loop.evaluate_arm(r, self.title, train, folder / "eval-grpo", round_.policy_label)
         if model is not None:
