@@ -176,7 +176,7 @@ def _goal_rows(tree: Tree) -> list[dict[str, Any]]:
 @functools.cache
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("josh", "templates"),
+        loader=jinja2.PackageLoader("josh.cli", "templates"),
         autoescape=True,
         trim_blocks=True,
         lstrip_blocks=True,

@@ -63,6 +63,7 @@ def download(
     if dataset in (Dataset.retail, Dataset.airline):
         _download_taubench(dataset.value, dest, commit)
         return
+    # deferred: keeps josh --help light
     from josh.envs.toolwoz.download import DownloadError, download_multiwoz, download_toolwoz
     from josh.envs.toolwoz.multiwoz import DataFormatError  # deferred: keeps josh --help light
 
