@@ -321,6 +321,7 @@ def judge(
     from josh.envs import build_env  # deferred: keeps josh --help light
     from josh.eval.judge.runner import judge_run  # deferred: keeps josh --help light
     from josh.eval.summary import fmt_interval  # deferred: keeps josh --help light
+    from josh.llm.base import aclose_all  # deferred: keeps josh --help light
     from josh.run.components import build_llms, check_llms  # deferred: keeps josh --help light
     from josh.util.layout import RESULTS, SUMMARY  # deferred: keeps josh --help light
 
@@ -344,8 +345,7 @@ def judge(
                 folder, environment, llms[key], judge=f"{backend}:{model}", concurrency=concurrency, grammar=grammar
             )
         finally:
-            for llm in llms.values():
-                await llm.aclose()
+            await aclose_all(llms.values())
 
     try:
         summary = asyncio.run(session())

@@ -97,7 +97,8 @@ async def judge_run(
     records = load_results(run_dir)
     if not records:
         raise FileNotFoundError(f"no conversations to judge in {run_dir}: run `josh eval --out {run_dir}` first")
-    done = {j.key for j in load_judgements(run_dir) if j.error is None}
+    previous = load_judgements(run_dir)
+    done = {j.key for j in previous if j.error is None}
     jobs = [_Job(record=r, turn=t) for r in records for t in reply_turns(r) if (r.task_id, r.trial, t) not in done]
     policy = policy_of(env)
     gate = asyncio.Semaphore(concurrency)
@@ -106,10 +107,12 @@ async def judge_run(
         async with gate:
             return await _judge_one(llm, job, policy, grammar)
 
+    new: list[TurnJudgement] = []
     with JsonlWriter(run_dir / JUDGEMENTS) as writer:
         for finished in asyncio.as_completed([one(job) for job in jobs]):
-            writer.write(await finished)
-    summary = summarize(load_judgements(run_dir), judge=judge)
+            new.append(await finished)
+            writer.write(new[-1])
+    summary = summarize(previous + new, judge=judge)
     write_atomic(run_dir / JUDGE_SUMMARY, summary.model_dump_json(indent=2) + "\n")
     return summary
 
