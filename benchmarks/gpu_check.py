@@ -2,6 +2,7 @@
 
     python benchmarks/gpu_check.py            # CUDA machine, vLLM's GPU build + josh[train]; under 30 minutes
     python benchmarks/gpu_check.py --smoke    # the same code path on tiny shapes on the CPU (.venv-vllm, CI)
+    python benchmarks/gpu_check.py --backend hf --tokenizer DIR   # no vLLM: the rollouts through the hf backend
 
 Models are built from a config with random weights and SmolLM2's tokenizer and chat template (josh's offline
 cache), so their embedding has SmolLM2's vocabulary instead of Llama-3's 128,256 rows; the output gives both
@@ -70,13 +71,14 @@ GIB = 2**30
 DISTRIBUTED_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
-def build_models(folder: str, smoke: bool) -> dict[str, dict[str, int]]:
-    """Save a random-weight Llama of each shape (tiny with ``smoke``) with SmolLM2's tokenizer into ``folder/NAME``,
-    and a random LoRA adapter for the 8B one; run in a child process, so this one never holds GPU memory."""
+def build_models(folder: str, smoke: bool, tokenizer_name: str) -> dict[str, dict[str, int]]:
+    """Save a random-weight Llama of each shape (tiny with ``smoke``) with SmolLM2's tokenizer (or the one named)
+    into ``folder/NAME``, and a random LoRA adapter for the 8B one; run in a child process, so this one never holds
+    GPU memory."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model("smollm2"))
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model(tokenizer_name))
     ids = {"bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id}
     counts = {}
     for name, (*sizes, tied) in SHAPES.items():
@@ -118,10 +120,10 @@ def billions(n: int) -> str:
     return f"{n / 1e9:.2f}B" if n >= 1e8 else f"{n / 1e6:.1f}M"
 
 
-def build(folder: Path, smoke: bool) -> dict[str, str]:
+def build(folder: Path, smoke: bool, tokenizer_name: str) -> dict[str, str]:
     """``build_models`` in a fresh (spawned) process; prints and returns each model's parameter counts."""
     with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as pool:
-        counts = pool.submit(build_models, str(folder), smoke).result()
+        counts = pool.submit(build_models, str(folder), smoke, tokenizer_name).result()
     lines = {}
     for name, count in counts.items():
         embedding = "embedding has" if SHAPES[name][-1] else "embedding and LM head have"
@@ -143,19 +145,21 @@ def adapter_changes_reply(llm: Any) -> bool:
     return asyncio.run(reply(llm)) != asyncio.run(reply(llm.with_adapter(None)))
 
 
-def measure_rollout(model: Path, settings: dict[str, Any], work: tuple[int, int, int, int]) -> dict[str, Any]:
-    """Start josh's vllm backend on ``model`` (a model or adapter folder), warm up, time one rollout."""
+def measure_rollout(
+    model: Path, backend: str, settings: dict[str, Any], work: tuple[int, int, int, int]
+) -> dict[str, Any]:
+    """Start josh's ``backend`` (vllm or hf) on ``model`` (a model or adapter folder), warm up, time one rollout."""
     start = time.perf_counter()
-    llm = make_llm("vllm", str(model), **settings)
+    llm = make_llm(backend, str(model), **settings)
     try:
         started = time.perf_counter() - start
         rollout(llm, 1, 1, 1, 8)  # warm-up
         tokens, seconds, load = rollout(llm, *work)
-        changed = adapter_changes_reply(llm) if llm.adapter else None
+        changed = adapter_changes_reply(llm) if getattr(llm, "adapter", None) else None  # hf merges it
     finally:
         llm.close()
     result = {"tokens": tokens, "seconds": seconds, "rate": tokens / seconds, "load": load, "start_s": started}
-    print(f"rollout {model.name}: {tokens} tokens in {seconds:.1f} s = {result['rate']:.1f} tok/s "
+    print(f"rollout {model.name} ({backend}): {tokens} tokens in {seconds:.1f} s = {result['rate']:.1f} tok/s "
           f"(engine start {started:.0f} s, load average {load:.2f})", flush=True)  # fmt: skip
     if changed is not None:
         print(f"rollout {model.name}: the LoRA adapter changes the greedy reply: {'yes' if changed else 'NO'}")
@@ -244,7 +248,7 @@ def environment(gpus: int) -> str:
     return f"{device}; torch {torch.__version__}, vllm {vllm}, transformers {installed('transformers')}"
 
 
-def summary(results: dict[str, Any], gpus: int, smoke: bool, elapsed: float) -> None:
+def summary(results: dict[str, Any], gpus: int, smoke: bool, backend: str, elapsed: float) -> None:
     """The closing block: every figure (or why it is missing), the machine, the versions and the load."""
 
     def figure(key: str, field: str, unit: str) -> str:
@@ -257,8 +261,9 @@ def summary(results: dict[str, Any], gpus: int, smoke: bool, elapsed: float) -> 
     print(f"environment: {environment(gpus)}")
     for name in SHAPES:
         print(f"model {name} shape: {built[name] if isinstance(built, dict) else built}")
-    print(f"rollout tokens/s, Llama-3.2-1B shape: {figure('rollout 1B', 'rate', 'tok/s')}")
-    print(f"rollout tokens/s, Llama-3.1-8B shape + LoRA r{LORA_RANK}: {figure('rollout 8B+LoRA', 'rate', 'tok/s')}")
+    print(f"rollout tokens/s ({backend}), Llama-3.2-1B shape: {figure('rollout 1B', 'rate', 'tok/s')}")
+    lora = f"rollout tokens/s ({backend}), Llama-3.1-8B shape + LoRA r{LORA_RANK}"
+    print(f"{lora}{' (merged into bf16 weights)' * (backend == 'hf')}: {figure('rollout 8B+LoRA', 'rate', 'tok/s')}")
     quantized = "without 4-bit (smoke)" if smoke else "4-bit QLoRA"
     print(f"kto peak memory, 8B shape, {quantized}: {figure('kto', 'peak_gib', 'GiB')} ({kind})")
     print(f"accelerate 2-process kto: {figure('kto accelerate', 'peak_gib', 'GiB peak per GPU (max over ranks)')}")
@@ -271,6 +276,8 @@ def summary(results: dict[str, Any], gpus: int, smoke: bool, elapsed: float) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny shapes, built on the CPU (CI: vLLM's CPU build)")
+    parser.add_argument("--backend", choices=["vllm", "hf"], default="vllm", help="the rollouts' backend")
+    parser.add_argument("--tokenizer", default="smollm2", help="tokenizer folder (default: josh's SmolLM2 cache)")
     parser.add_argument("--tasks", type=int, default=64, help="ToolWOZ mini train tasks rolled out")
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--branching", type=int, default=2)
@@ -290,22 +297,24 @@ def main() -> None:
         work, settings, args.train_steps = (2, 1, 2, 16), {"max_model_len": 2048, "kv_cache_gib": 1}, 1
     else:
         os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")  # engine processes start with clean CUDA
+    if args.backend == "hf":
+        settings = {}
     started, results = time.perf_counter(), dict[str, Any]()
     with tempfile.TemporaryDirectory(prefix="gpu_check-") as scratch:
         folder = args.workdir or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
-        stage(results, "build", lambda: build(folder, args.smoke))
+        stage(results, "build", lambda: build(folder, args.smoke, args.tokenizer))
         if isinstance(results["build"], dict):
-            stage(results, "rollout 1B", lambda: measure_rollout(folder / "Llama-3.2-1B", settings, work))
-            lora = {**settings, "max_lora_rank": LORA_RANK}
-            stage(results, "rollout 8B+LoRA", lambda: measure_rollout(folder / ADAPTER, lora, work))
             stage(results, "kto", lambda: train_kto(folder, 1, args.train_steps, args.smoke))
             if gpus >= 2:
                 stage(results, "kto accelerate", lambda: train_kto(folder, 2, args.train_steps, args.smoke))
             else:
                 results["kto accelerate"] = f"skipped: {gpus} GPU(s) visible, a 2-process launch needs 2"
                 print(f"kto accelerate: {results['kto accelerate']}")
-    summary(results, gpus, args.smoke, time.perf_counter() - started)
+            stage(results, "rollout 1B", lambda: measure_rollout(folder / "Llama-3.2-1B", args.backend, settings, work))
+            lora = {**settings, "max_lora_rank": LORA_RANK} if args.backend == "vllm" else settings
+            stage(results, "rollout 8B+LoRA", lambda: measure_rollout(folder / ADAPTER, args.backend, lora, work))
+    summary(results, gpus, args.smoke, args.backend, time.perf_counter() - started)
     sys.exit(1 if any(str(value).startswith("FAILED") for value in results.values()) else 0)
 
 

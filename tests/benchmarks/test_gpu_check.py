@@ -37,7 +37,10 @@ def test_smoke_prints_every_figure_on_tiny_shapes() -> None:
     out = done.stdout
     assert "=== gpu_check summary (smoke: tiny shapes) ===" in out
 
-    for label in ("rollout tokens/s, Llama-3.2-1B shape", "rollout tokens/s, Llama-3.1-8B shape + LoRA r16"):
+    for label in (
+        "rollout tokens/s (vllm), Llama-3.2-1B shape",
+        "rollout tokens/s (vllm), Llama-3.1-8B shape + LoRA r16",
+    ):
         rate = re.fullmatch(r"([\d.]+) tok/s", summary_value(out, label))
         assert rate and float(rate.group(1)) > 0, summary_value(out, label)
     assert "the LoRA adapter changes the greedy reply: yes" in out

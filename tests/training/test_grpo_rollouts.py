@@ -147,6 +147,13 @@ def test_a_failing_user_simulator_skips_the_rollout() -> None:
     assert out["josh_reward"] == [None, None] and rollout.stats.skipped["user_error"] == 2
 
 
+def test_a_rule_based_user_ignores_the_recipes_user_llm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The paper recipe names an openai user LLM; with the agenda user nothing asks for its API key."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rollout = rollout_for("grpo.user=agenda", "grpo.user_backend=openai", "grpo.user_model=gpt-4o")
+    assert rollout.user_llm is None
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [

@@ -141,9 +141,9 @@ class ConversationRollout:
     def _user_llm(self) -> Any:
         """The user simulator's own LLM, built like every run's (its settings checked, its endpoint asked first)."""
         spec = self.recipe.grpo
-        if spec.user_backend is None:
+        needs_model = USERS.check(spec.user, env=spec.env, options=spec.user_options).needs_model
+        if spec.user_backend is None or not needs_model:  # a rule-based user ignores the recipe's user LLM
             return None
-
         key = (spec.user_backend, spec.user_model, spec.user_base_url)
         return build_llms(check_llms({key: {}}))[key]
 

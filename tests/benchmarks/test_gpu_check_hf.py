@@ -1,0 +1,28 @@
+"""``benchmarks/gpu_check.py --smoke --backend hf``: the readiness check on a machine without vLLM (the rollouts
+through the ``hf`` backend), in the main environment."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_hf_backend_check_prints_its_rollout_figures_and_the_training_peak() -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    command = [sys.executable, "benchmarks/gpu_check.py", "--smoke", "--backend", "hf"]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    summary = done.stdout.split("=== gpu_check summary (smoke: tiny shapes) ===", 1)[1]
+    rates = re.findall(r"^rollout tokens/s \(hf\), Llama-3\.[12]-[18]B shape.*: ([\d.]+) tok/s$", summary, re.M)
+    assert len(rates) == 2 and all(float(rate) > 0 for rate in rates), summary
+    assert "(merged into bf16 weights)" in summary
+    assert re.search(r"^kto peak memory, 8B shape, without 4-bit \(smoke\): [\d.]+ GiB", summary, re.M), summary
