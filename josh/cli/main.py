@@ -3,14 +3,14 @@ so ``josh --help`` stays fast)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
+from josh.cli.judging import arena, judge, judge_after_eval
+from josh.cli.judging import judge_spec as judge_spec_of
 from josh.cli.options import MAX_TURNS, PROGRESS, RunCommand, key_values, option, run_options, split_option
 from josh.util.errors import reported, reports_errors, set_verbose
 from josh.util.layout import EVAL_LOG, ROLLOUT_LOG
@@ -112,6 +112,12 @@ def eval_(
     max_turns: int = MAX_TURNS,
     concurrency: int = typer.Option(16, min=1, help="conversations in flight at the same time"),
     progress: bool = PROGRESS,
+    judge: str | None = typer.Option(
+        None, "--judge", help="then score every reply with this LLM judge, BACKEND:MODEL (as `josh judge`)"
+    ),
+    judge_options: list[str] | None = typer.Option(
+        None, "--judge-option", help="judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
+    ),
 ) -> None:
     """Evaluate an agent (no search) on a split: average reward, 100% success, pass^k, error shares, cost."""
     from josh.eval.evaluate import evaluate, finished_count  # deferred: keeps josh --help light
@@ -122,6 +128,7 @@ def eval_(
 
     with reported(interrupted=f"finished conversations are in {out}/results.jsonl; rerun the same command to resume"):
         preflight(spec)
+        judge_spec = judge_spec_of(judge, judge_options)
         with noise_to(Path(out) / EVAL_LOG):
             built = build_components(spec, check_connection=False)
         try:
@@ -152,6 +159,8 @@ def eval_(
     from josh.run.diagnostics import print_diagnostics  # deferred: keeps josh --help light
 
     print_diagnostics(summary.diagnostics)
+    if judge_spec is not None:
+        judge_after_eval(Path(out), judge_spec, built.env)
 
 
 def _print_errors(counts: dict[str, int], out: str) -> None:
@@ -180,27 +189,56 @@ def extract(
         None, "--format", help="file to write, repeatable: sft, kto, dpo (default: all three) or tree (advantages)"
     ),
     subtree: str = typer.Option("max", help="tree format: a turn's subtree reward is the max or mean of its leaves"),
+    judge: str | None = typer.Option(
+        None, "--judge", help="gate the ideal paths' replies with this LLM judge, BACKEND:MODEL (e.g. hf:smollm2)"
+    ),
+    judge_options: list[str] | None = typer.Option(
+        None, "--judge-option", help="judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
+    ),
+    judge_threshold: int = typer.Option(3, min=1, max=5, help="a turn scored below this on any dimension fails"),
+    judge_route: str = typer.Option("drop", help="a failed turn leaves SFT (drop), and is a KTO undesirable (kto)"),
+    judge_grammar: bool = typer.Option(True, help="constrain the judge's answer with a grammar"),
 ) -> None:
     """Turn rollout trees into sft.jsonl, kto.jsonl and dpo.jsonl (TRL conversational formats), or tree.jsonl."""
+    from josh.eval.judge.reply import reply_judge, rollout_policy  # deferred: keeps josh --help light
     from josh.harvest.advantages import AdvantageConfig  # deferred: keeps josh --help light
     from josh.harvest.extract import TRL_FORMATS, ExtractConfig, extract_run  # deferred: keeps josh --help light
+    from josh.harvest.judge_gate import JudgeGate  # deferred: keeps josh --help light
 
     with reported():
+        gate = None
+        if judge is not None:
+            backend, sep, model = judge.partition(":")
+            if not sep or not backend or not model:
+                raise ValueError(f"bad --judge {judge!r}: expected BACKEND:MODEL, e.g. hf:smollm2")
+            gate = JudgeGate(
+                backend=backend, model=model, threshold=judge_threshold, route=judge_route, grammar=judge_grammar,
+                llm_options=key_values(judge_options, "--judge-option", "base_url=http://HOST:8000/v1"),
+            )  # fmt: skip
         config = ExtractConfig(
             min_reward=min_reward,
             drop_errors=[] if keep_errors else ExtractConfig().drop_errors,
             trim_at_failure=trim_at_failure,
+            judge=gate,
         )
         chosen = tuple(dict.fromkeys(formats)) if formats else TRL_FORMATS
+        folder = Path(run) if Path(run).is_dir() else Path(run).parent
+        scorer = reply_judge(rollout_policy(folder), gate.uses_grammar) if gate else None
         stats, out_dir = extract_run(
             run, out, config, tokenizer=tokenizer, skip_bad_lines=skip_bad_lines, formats=chosen,
-            advantages=AdvantageConfig(subtree=subtree),
+            advantages=AdvantageConfig(subtree=subtree), judge=scorer,
         )  # fmt: skip
     parts = []
     if set(chosen) & set(TRL_FORMATS):
         parts.append(
             f"{stats.accepted}/{stats.trees} trees used ({stats.trimmed} trimmed): {stats.sft} SFT, "
             f"{stats.kto_desirable} good + {stats.kto_undesirable} bad KTO, {stats.dpo} DPO rows"
+        )
+    if stats.gate is not None:
+        g = stats.gate
+        parts.append(
+            f"judge gate {g.judge}: {g.replies} replies ({g.judged} judged, {g.cached} cached, {g.failed} failed), "
+            f"{g.removed} turns removed ({g.to_kto} to KTO, {g.cut} later turns cut from SFT)"
         )
     if "tree" in chosen:
         parts.append(
@@ -215,18 +253,28 @@ def extract(
 
 @app.command()
 def view(
-    run: str = typer.Argument(..., help="rollout run folder (or its trees.jsonl)"),
+    run: str = typer.Argument(..., help="rollout run folder (or its trees.jsonl), or an evaluation folder"),
     task: str | None = typer.Option(None, "--task", help="one task's tree page (default: every task plus an index)"),
     out: str | None = typer.Option(
         None, "--out", help="HTML file to write (default: RUN/view/<task>.html or RUN/view/index.html)"
     ),
     open_: bool = typer.Option(False, "--open", help="open the page in the default browser"),
 ) -> None:
-    """Self-contained HTML of JOSH search trees: ideal path, partial and pruned branches, tool calls."""
-    from josh.cli.view import open_in_browser, write_index, write_task  # deferred: keeps josh --help light
+    """Self-contained HTML of JOSH search trees (ideal path, partial and pruned branches, tool calls), or of an
+    evaluation's conversations with each reply's judgement beside it."""
+    from josh.cli.view import (  # deferred: keeps josh --help light
+        is_evaluation,
+        open_in_browser,
+        write_conversations,
+        write_index,
+        write_task,
+    )
 
     with reported():
-        if task is not None:
+        if is_evaluation(run):
+            page, count = write_conversations(run, out)
+            typer.echo(f"{count} conversations -> {page}")
+        elif task is not None:
             page = write_task(run, task, out)
             typer.echo(f"tree of {task} -> {page}")
         else:
@@ -300,70 +348,6 @@ def compare_(
 
 @app.command()
 @reports_errors
-def judge(
-    run: str = typer.Argument(..., help="a finished `josh eval` folder (results.jsonl)"),
-    backend: str = typer.Option("hf", help="the judge's LLM backend"),
-    model: str = typer.Option("smollm2", help="the judge's model"),
-    llm_options: list[str] | None = typer.Option(
-        None, "--llm-option", help="judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
-    ),
-    env: str | None = typer.Option(None, help="environment of the run (default: the one its summary.json names)"),
-    data: str | None = typer.Option(None, help="its data (default: the one its summary.json names)"),
-    concurrency: int = typer.Option(8, min=1, help="judge requests in flight at the same time"),
-    grammar: bool = typer.Option(
-        True, help="constrain the judge's answer with a grammar (--no-grammar for a backend without, e.g. OpenAI)"
-    ),
-) -> None:
-    """Score every agent reply of an evaluation on cohesion, backend consistency and policy compliance (TD-Eval)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from josh.envs import build_env  # deferred: keeps josh --help light
-    from josh.eval.judge.runner import judge_run  # deferred: keeps josh --help light
-    from josh.eval.summary import fmt_interval  # deferred: keeps josh --help light
-    from josh.llm.base import aclose_all  # deferred: keeps josh --help light
-    from josh.run.components import build_llms, check_llms  # deferred: keeps josh --help light
-    from josh.util.layout import RESULTS, SUMMARY  # deferred: keeps josh --help light
-
-    folder = Path(run)
-    if not (folder / RESULTS).is_file():
-        raise FileNotFoundError(f"no conversations to judge in {folder}: run `josh eval --out {folder}` first")
-    info = {}
-    if (folder / SUMMARY).is_file():
-        info = json.loads((folder / SUMMARY).read_text(encoding="utf-8")).get("run") or {}
-    env_name, env_data = env or info.get("env"), data or info.get("data")
-    if not env_name:
-        raise ValueError(f"{folder} names no environment (no {SUMMARY} with run info): pass --env and --data")
-    settings = key_values(llm_options, "--llm-option", "dtype=bfloat16")
-    key = (backend, model, settings.pop("base_url", None))
-    llms = build_llms(check_llms({key: settings}))
-    environment = build_env(env_name, env_data or "mini")
-
-    async def session():  # the judge's HTTP connections close in the loop that used them
-        try:
-            return await judge_run(
-                folder, environment, llms[key], judge=f"{backend}:{model}", concurrency=concurrency, grammar=grammar
-            )
-        finally:
-            await aclose_all(llms.values())
-
-    try:
-        summary = asyncio.run(session())
-    finally:
-        for llm in llms.values():
-            llm.close()
-    table = Table(title=f"judge {summary.judge} ({summary.replies} replies, {summary.failed} failed)")
-    table.add_column("dimension")
-    table.add_column("mean score [95% CI]")
-    for name, interval in summary.scores.items():
-        table.add_row(name, fmt_interval(interval))
-    for name, count in summary.not_applicable.items():
-        table.add_row(name, f"n/a for {count} replies (no policy)")
-    Console().print(table)
-
-
-@app.command()
-@reports_errors
 def demo(
     overrides: list[str] = typer.Option(None, "--set", help="override a key of recipes/demo-cpu.yaml"),
     progress: bool = PROGRESS,
@@ -432,6 +416,10 @@ def _register_train() -> None:
 
 
 _register_train()
+
+
+app.command()(judge)
+app.command()(arena)
 
 
 def _register_serve() -> None:

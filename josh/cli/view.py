@@ -5,7 +5,8 @@ flags as a colour and a text label (ideal, partial credit, pruned, dead, ended, 
 completed, its error categories and its LLM calls and tokens; tool calls and their results fold out. The turns are
 read with the agent's own protocol (``josh.agents.protocol``): ReACT text is split into its commands, ACT actions
 and observations are paired like native tool calls and their results. The index page lists every task of a run with links to its
-tree page. Pages need no network: CSS and a little JavaScript are inline. All model, user and tool text is
+tree page. An evaluation folder (``results.jsonl``, no trees) gets one page per conversation instead, each agent
+reply with its judgement beside it when ``josh judge`` has scored the run (``judgements.jsonl``). Pages need no network: CSS and a little JavaScript are inline. All model, user and tool text is
 untrusted: the templates escape everything (jinja2 autoescape) and no data is ever placed inside a script.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
 import webbrowser
 from collections.abc import Iterator
@@ -25,11 +27,15 @@ from pydantic import ValidationError
 
 from josh.agents import protocol_named, protocols
 from josh.agents.protocol import AgentProtocol, Step
+from josh.eval.evaluate import load_results
+from josh.eval.judge.rubric import TurnJudgement
+from josh.eval.judge.runner import by_judge, latest, load_judgements
 from josh.run.diagnostics import CLASS_LABELS, CallVerdict
 from josh.search.tree import Node, Tree, trees_file
 from josh.types import Goal, Message
 from josh.util.atomic import write_atomic
 from josh.util.jsonl import CorruptLineError, iter_jsonl
+from josh.util.layout import JUDGE_SUMMARY, RESULTS, TREES
 from josh.util.layout import VIEW_INDEX as INDEX_FILE
 
 VIEW_DIR = "view"
@@ -315,3 +321,38 @@ def write_task(run: str | Path, task_id: str, out: str | Path | None = None) -> 
 def open_in_browser(page: Path) -> bool:
     """Open a written page in the default browser; False when no browser could be started."""
     return webbrowser.open(page.resolve().as_uri())
+
+
+def is_evaluation(run: str | Path) -> bool:
+    """Whether ``run`` is an evaluation folder (conversations, no search trees)."""
+    path = Path(run)
+    return path.is_dir() and (path / RESULTS).is_file() and not (path / TREES).is_file()
+
+
+def run_judgements(run: Path) -> tuple[str | None, dict[tuple[str, int, int], TurnJudgement]]:
+    """The judge named in the run's ``judge_summary.json`` and each reply's judgement by it (empty: not judged)."""
+    try:
+        judge = json.loads((run / JUDGE_SUMMARY).read_text(encoding="utf-8")).get("judge")
+    except (OSError, ValueError, AttributeError):
+        return None, {}
+    return judge, latest(by_judge(load_judgements(run), str(judge)))
+
+
+def write_conversations(run: str | Path, out: str | Path | None = None) -> tuple[Path, int]:
+    """An evaluation's conversation pages and their index (default ``<run>/view/index.html``), each agent reply
+    with its judgement beside it; returns the index path and the number of conversations."""
+    folder = Path(run)
+    records = load_results(folder)
+    index = Path(out) if out else folder / VIEW_DIR / INDEX_FILE
+    judge, judged = run_judgements(folder)
+    rows = []
+    for record in sorted(records, key=lambda r: (_natural(r.task_id), r.trial)):
+        page = page_name(f"{record.task_id}-trial{record.trial}")
+        mine = {k[2]: j for k, j in judged.items() if k[:2] == (record.task_id, record.trial)}
+        template = _environment().get_template("view_conversation.html.jinja")
+        _write(index.parent / page, template.render(record=record, judge=judge, judged=mine, index_href=index.name))
+        rows.append({"record": record, "page": page, "judged": mine})
+    _write(
+        index, _environment().get_template("view_evaluation.html.jinja").render(run=str(run), rows=rows, judge=judge)
+    )
+    return index, len(records)

@@ -5,6 +5,11 @@ training seeds. A model's reward on a task is the mean over its evaluations of t
 only tasks every one of its evaluations finished count. Every model is then compared with the baseline (the first
 model unless named): per-task difference, bootstrap 95% interval over the shared tasks, tasks better and worse.
 Pooling seeds this way averages out training noise before the comparison instead of comparing one seed's luck.
+
+Where every evaluation of two models was judged (``josh judge``, ``judgements.jsonl``) by the same judge under the
+same prompt, each judge dimension is compared the same way: a task's score is the mean over its judged replies,
+pooled over a model's evaluations, paired over the shared tasks. Models judged by different judges are not compared
+on the judge's dimensions (a note says so).
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
+from josh.eval.judge.runner import by_judge, load_judgements, task_scores
 from josh.eval.metrics import Interval, bootstrap, paired_difference
 from josh.util.jsonl import iter_jsonl
-from josh.util.layout import RESULTS, SUMMARY
+from josh.util.layout import JUDGE_SUMMARY, RESULTS, SUMMARY
 
 LABEL = re.compile(r"[A-Za-z0-9_.+-]+")
 SETTINGS = ("env", "data", "split", "user")
@@ -32,6 +38,7 @@ class ComparisonEntry(BaseModel):
     model: str
     baseline: str
     role: str
+    dimension: str = "reward"
     difference: float
     low: float
     high: float
@@ -71,6 +78,12 @@ class ModelRewards(BaseModel):
     reward: Interval
     left_out: int = Field(0, description="tasks missing from at least one of its evaluations")
     per_task: dict[str, float] = Field(default_factory=dict)
+    judge: str | None = Field(
+        None, description="the judge of all its evaluations (None: one is unjudged, or judges differ)"
+    )
+    judged: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="per judge dimension, the mean score per task over its evaluations"
+    )
 
 
 class CompareReport(BaseModel):
@@ -79,6 +92,7 @@ class CompareReport(BaseModel):
     baseline: str
     models: list[ModelRewards]
     comparisons: list[ComparisonEntry]
+    judged: list[ComparisonEntry] = Field(default_factory=list, description="judge dimensions, paired per task")
     notes: list[str] = Field(default_factory=list)
 
 
@@ -110,6 +124,29 @@ def task_means(path: str) -> dict[str, float]:
     return {task: statistics.fmean(values) for task, values in rewards.items()}
 
 
+def folder_judge(path: str) -> str | None:
+    """The judge named in an evaluation's ``judge_summary.json`` (None when it was not judged)."""
+    try:
+        judge = json.loads((results_path(path).parent / JUDGE_SUMMARY).read_text(encoding="utf-8")).get("judge")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return judge if isinstance(judge, str) else None
+
+
+def judged_means(paths: list[str]) -> tuple[str | None, dict[str, dict[str, float]]]:
+    """(judge, per dimension the mean score per task pooled over ``paths``), when one judge judged them all."""
+    judges = {folder_judge(p) for p in paths}
+    if len(judges) != 1 or None in judges:
+        return None, {}
+    [judge] = judges
+    runs = [task_scores(by_judge(load_judgements(results_path(p).parent), judge)) for p in paths]
+    out: dict[str, dict[str, float]] = {}
+    for name in set.intersection(*(set(r) for r in runs)):
+        shared = set.intersection(*(set(r[name]) for r in runs))
+        out[name] = {t: statistics.fmean(statistics.fmean(r[name][t]) for r in runs) for t in sorted(shared)}
+    return judge, out
+
+
 def pooled(label: str, paths: list[str]) -> ModelRewards:
     """A model's per-task reward averaged over its evaluations, on the tasks all of them finished."""
     runs = [task_means(p) for p in paths]
@@ -118,9 +155,10 @@ def pooled(label: str, paths: list[str]) -> ModelRewards:
     if not shared:
         raise CompareError(f"{label}: its evaluations share no task; were they run on the same split?")
     per_task = {t: statistics.fmean(r[t] for r in runs) for t in sorted(shared)}
+    judge, judged = judged_means(paths)
     return ModelRewards(
         label=label, evaluations=paths, tasks=len(per_task), reward=bootstrap([[v] for v in per_task.values()]),
-        left_out=len(every - shared), per_task=per_task,
+        left_out=len(every - shared), per_task=per_task, judge=judge, judged=judged,
     )  # fmt: skip
 
 
@@ -136,6 +174,28 @@ def compare_models(after: ModelRewards, before: ModelRewards) -> ComparisonEntry
         model=after.label, baseline=before.label, role="vs baseline", difference=d.mean, low=d.low, high=d.high,
         tasks=result.tasks, better=result.better, worse=result.worse,
     )  # fmt: skip
+
+
+def compare_judged(after: ModelRewards, before: ModelRewards) -> tuple[list[ComparisonEntry], str | None]:
+    """``after`` minus ``before`` on each judge dimension both have, and a note when they cannot be compared."""
+    if after.judge is None and before.judge is None:
+        return [], None
+    if after.judge is None or before.judge is None:
+        unjudged = after if after.judge is None else before
+        return [], f"{unjudged.label}: not every evaluation judged by one judge; judge dimensions not compared"
+    if after.judge != before.judge:
+        return [], f"{after.label} and {before.label} were judged by different judges ({after.judge}, {before.judge})"
+    out = []
+    for name in sorted(after.judged.keys() & before.judged.keys()):
+        before_tasks = {t: [v] for t, v in before.judged[name].items()}
+        result = paired_difference(before_tasks, {t: [v] for t, v in after.judged[name].items()})
+        if result.tasks:
+            d = result.difference
+            out.append(ComparisonEntry(
+                model=after.label, baseline=before.label, role="vs baseline", dimension=name, difference=d.mean,
+                low=d.low, high=d.high, tasks=result.tasks, better=result.better, worse=result.worse,
+            ))  # fmt: skip
+    return out, None
 
 
 def settings_notes(paths: list[str]) -> list[str]:
@@ -175,7 +235,13 @@ def compare_evaluations(specs: list[str], baseline: str | None = None) -> Compar
         f"{m.label}: {m.left_out} tasks not finished by all its evaluations are left out" for m in models if m.left_out
     ]
     comparisons = [compare_models(m, base) for m in models if m is not base]
-    return CompareReport(baseline=base.label, models=models, comparisons=comparisons, notes=notes)
+    judged: list[ComparisonEntry] = []
+    for m in models:
+        if m is not base:
+            entries, note = compare_judged(m, base)
+            judged += entries
+            notes += [note] if note else []
+    return CompareReport(baseline=base.label, models=models, comparisons=comparisons, judged=judged, notes=notes)
 
 
 def print_compare(report: CompareReport, console: Console) -> None:
@@ -197,5 +263,15 @@ def print_compare(report: CompareReport, console: Console) -> None:
             c.model, f"{c.difference:+.3f} [{c.low:+.3f}, {c.high:+.3f}]", f"{c.better} / {c.worse}", str(c.tasks)
         )
     console.print(paired)
+    if report.judged:
+        judged = Table(title=f"judge scores (1-5) paired per task, minus {report.baseline}")
+        for column in ("model", "dimension", "difference [95% CI]", "better / worse", "tasks"):
+            judged.add_column(column, overflow="fold")
+        for c in report.judged:
+            judged.add_row(
+                c.model, c.dimension, f"{c.difference:+.3f} [{c.low:+.3f}, {c.high:+.3f}]", f"{c.better} / {c.worse}",
+                str(c.tasks),
+            )  # fmt: skip
+        console.print(judged)
     for note in report.notes:
         console.print(f"[yellow]note:[/yellow] {note}")

@@ -13,6 +13,9 @@ dropped. Negatives come only from accepted trees; tool errors in a negative are 
 unlearn). Completions are compared without tool-call ids, which are random per sample. Rows are deduplicated per
 file, first occurrence kept.
 
+With ``judge`` set, an LLM judge gates the ideal path's replies first (``josh.harvest.judge_gate``: a failed turn
+cuts the SFT conversation before it, is no KTO desirable nor DPO chosen, and with ``route: kto`` a KTO undesirable).
+
 The no-selection control's rows (one random branch per tree) come from ``josh.harvest.control``.
 
 The ``tree`` format (``tree.jsonl``, ``josh.harvest.advantages``) holds every sibling turn of every branching point of every
@@ -27,9 +30,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from josh.harvest.advantages import AdvantageConfig, AdvantageStats, advantage_rows
+from josh.harvest.judge_gate import (
+    GateStats,
+    JudgeGate,
+    Reply,
+    ReplyJudge,
+    failed_turns,
+    gate_cut,
+    path_replies,
+    run_gate,
+)
+from josh.llm.base import LLM
 from josh.llm.models import resolve_model
 from josh.search.tree import Node, Tree, path_messages, trees_file
 from josh.types import ErrorCategory, Message
@@ -64,6 +78,15 @@ class ExtractConfig(BaseModel):
         description="keep an ideal path's turns before its first turn with one of drop_errors instead of dropping "
         "the tree",
     )
+    judge: JudgeGate | None = Field(None, description="an LLM judge gates the ideal path's replies (default: off)")
+
+    @model_serializer(mode="wrap")
+    def _without_gate_off(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``judge`` out while it is off, so settings written before the gate existed still match."""
+        data = handler(self)
+        if self.judge is None:
+            data.pop("judge", None)
+        return data
 
 
 class ExtractStats(BaseModel):
@@ -91,6 +114,7 @@ class ExtractStats(BaseModel):
     random_rewarded: int | None = Field(None, description="kept random branches that met at least one goal")
     tokens: dict[str, int] = Field(default_factory=dict)
     token_counter: str = "whitespace"
+    gate: GateStats | None = Field(None, description="what the judge gate did (extract.judge)")
 
 
 class Extracted(BaseModel):
@@ -196,22 +220,31 @@ def sft_row(tree: Tree, path: list[Node]) -> Row:
     return {"messages": _dicts(path_messages(tree, path[-1].id, user_reply=False)), "tools": list(tree.tools)}
 
 
-def tree_rows(tree: Tree, path: list[Node] | None = None) -> Extracted:
-    """All rows of one accepted tree along ``path`` (default: the whole ideal path); no filtering, no dedupe."""
+def tree_rows(
+    tree: Tree, path: list[Node] | None = None, *, failed: set[int] | None = None, failed_to_kto: bool = False
+) -> Extracted:
+    """All rows of one accepted tree along ``path`` (default: the whole ideal path); no filtering, no dedupe.
+    Turns in ``failed`` (node ids that failed the judge gate) cut the SFT row before them and give no desirable or
+    chosen row; with ``failed_to_kto`` each is a KTO undesirable row."""
     tools = list(tree.tools)
     path = path or tree.ideal_path()
+    failed = failed or set()
     children = tree.children()
-    sft = [sft_row(tree, path)]
+    kept = gate_cut(path, failed)
+    sft = [sft_row(tree, path[:kept])] if kept >= 2 else []
     kto: list[Row] = []
     dpo: list[Row] = []
     for node in path[1:]:
         parent = tree.node(node.parent or 0)
         prompt = _dicts(path_messages(tree, parent.id))
         good = _dicts(node.messages)
-        kto.append({"prompt": prompt, "completion": good, "label": True, "tools": tools})
+        if node.id not in failed:
+            kto.append({"prompt": prompt, "completion": good, "label": True, "tools": tools})
+        elif failed_to_kto:
+            kto.append({"prompt": prompt, "completion": good, "label": False, "tools": tools})
         for bad in _negatives(tree, parent, children):
             kto.append({"prompt": prompt, "completion": _dicts(bad.messages), "label": False, "tools": tools})
-            if messages_key(bad.messages) != messages_key(node.messages):
+            if node.id not in failed and messages_key(bad.messages) != messages_key(node.messages):
                 dpo.append({"prompt": prompt, "chosen": good, "rejected": _dicts(bad.messages), "tools": tools})
     return Extracted(sft=sft, kto=kto, dpo=dpo)
 
@@ -248,15 +281,22 @@ def _resolve_kto(rows: list[Row], stats: ExtractStats) -> list[Row]:
     return good + bad
 
 
-def extract_rows(trees: Iterator[Tree] | list[Tree], config: ExtractConfig, stats: ExtractStats) -> Extracted:
-    """Filter, convert and deduplicate; counts go into ``stats``."""
+def extract_rows(
+    trees: Iterator[Tree] | list[Tree], config: ExtractConfig, stats: ExtractStats, failing: set[str] | None = None
+) -> Extracted:
+    """Filter, convert and deduplicate; counts go into ``stats``. ``failing``: keys of the replies that failed the
+    judge gate (``run_gate``), whose turns are gated as ``config.judge.route`` says."""
     out = Extracted()
     for tree in trees:
         stats.rewarded += tree.reward > 0
         chosen = select(tree, config)
         if not counted(chosen, stats):
             continue
-        rows = tree_rows(tree, chosen.path)
+        failed = failed_turns(tree, chosen.path, failing, stats.gate) if failing is not None else set()
+        to_kto = config.judge is not None and config.judge.route == "kto"
+        if to_kto and stats.gate is not None:
+            stats.gate.to_kto += len(failed)
+        rows = tree_rows(tree, chosen.path, failed=failed, failed_to_kto=to_kto)
         out.sft.extend(rows.sft)
         out.kto.extend(rows.kto)
         out.dpo.extend(rows.dpo)
@@ -268,6 +308,12 @@ def extract_rows(trees: Iterator[Tree] | list[Tree], config: ExtractConfig, stat
     stats.kto_undesirable = len(out.kto) - stats.kto_desirable
     stats.kto_desirable_fraction = round(stats.kto_desirable / len(out.kto), 4) if out.kto else 0.0
     return out
+
+
+def gate_replies(trees: list[Tree], config: ExtractConfig) -> list[Reply]:
+    """The replies the judge gate judges: those on the kept part of each accepted tree's ideal path."""
+    chosen = [(tree, select(tree, config)) for tree in trees]
+    return [r for tree, c in chosen if c.reason is None for r in path_replies(tree, c.path)]
 
 
 def whitespace_tokens(text: str) -> int:
@@ -317,18 +363,29 @@ def extract(
     skip_bad_lines: bool = False,
     formats: tuple[str, ...] = TRL_FORMATS,
     advantages: AdvantageConfig | None = None,
+    judge: ReplyJudge | None = None,
+    judge_llm: LLM | None = None,
 ) -> ExtractStats:
     """Read ``trees_path`` (a file or a run folder) and write ``<format>.jsonl`` for each of ``formats`` (default
     ``sft``, ``kto``, ``dpo``; ``tree`` adds the turn-level advantages) and ``extract_stats.json`` to ``out_dir``
     (named so it never overwrites the rollout's own ``stats.json``).
-    A line that is not a tree stops it (nothing is written) unless ``skip_bad_lines``."""
+    A line that is not a tree stops it (nothing is written) unless ``skip_bad_lines``. With ``config.judge``,
+    ``judge`` scores the replies (with ``judge_llm``, default: the LLM ``config.judge`` names)."""
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown or not formats:
         raise ValueError(f"unknown format {', '.join(unknown) or '(none)'}; choose from {', '.join(FORMATS)}")
     config = config or ExtractConfig()
+    if config.judge is not None and judge is None:
+        raise ValueError("extract.judge is set but no reply judge was given (josh extract and josh loop give one)")
     stats = ExtractStats(token_counter=counter_name if count_tokens else "whitespace")
     trees = list(read_trees(trees_file(trees_path), stats, skip_bad_lines=skip_bad_lines))
-    rows = extract_rows(trees, config, stats) if set(formats) & set(TRL_FORMATS) else Extracted()
+    trl = bool(set(formats) & set(TRL_FORMATS))
+    failing = None
+    if trl and config.judge is not None and judge is not None:
+        stats.gate = GateStats()
+        replies = gate_replies(trees, config)
+        failing = run_gate(replies, config.judge, judge, Path(out_dir), stats.gate, llm=judge_llm)
+    rows = extract_rows(trees, config, stats, failing) if trl else Extracted()
     if "tree" in formats:
         rows.tree = _tree_rows(trees, advantages or AdvantageConfig(), stats)
     write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens, formats)
@@ -352,6 +409,7 @@ def extract_run(
     skip_bad_lines: bool = False,
     formats: tuple[str, ...] = TRL_FORMATS,
     advantages: AdvantageConfig | None = None,
+    judge: ReplyJudge | None = None,
 ) -> tuple[ExtractStats, Path]:
     """``josh extract``: files go to ``out`` or, by default, next to the trees."""
     run = Path(run)
@@ -360,6 +418,6 @@ def extract_run(
     name = tokenizer or "whitespace"
     stats = extract(
         run, out_dir, config, count_tokens=counter, counter_name=name, skip_bad_lines=skip_bad_lines,
-        formats=formats, advantages=advantages,
+        formats=formats, advantages=advantages, judge=judge,
     )  # fmt: skip
     return stats, out_dir

@@ -65,6 +65,11 @@ class ControlsSpec(StrictModel):
         description="rounds that train and evaluate control-random (default: every round); with accumulate, the "
         "rounds before them still draw their random branches",
     )
+    gate: bool = Field(
+        False,
+        description="control-gate: with extract.judge on, the SFT arm trained again on the same trees' ideal paths "
+        "without the judge gate, compared paired with JOSH-SFT (what the gate adds)",
+    )
 
 
 ARMS = ("sft", "kto", "tree", "grpo")
@@ -178,6 +183,10 @@ class LoopRecipe(StrictModel):
             raise ValueError("grpo_budget: search sets the GRPO arm's LLM-call budget: add a grpo arm")
         if self.controls.random and self.sft is None:
             raise ValueError("controls.random trains exactly like the SFT arm: add an sft arm")
+        if self.controls.gate and (self.sft is None or self.extract.judge is None):
+            raise ValueError(
+                "controls.gate trains the SFT arm without the judge gate: add an sft arm and extract.judge"
+            )
         return self
 
     @property

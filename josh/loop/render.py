@@ -92,6 +92,8 @@ def harvest_rows(report: LoopReport) -> tuple[list[str], list[list[str]]]:
     header += ["control-random rows / tokens (met a goal)"] if control else []
     tree = any(h.tree_rows is not None for h in report.harvest)
     header += ["tree rows (groups used / equal skipped)"] if tree else []
+    gate = any(h.gate_replies is not None for h in report.harvest)
+    header += ["judge gate: removed (to KTO) / failed of replies"] if gate else []
     rows = []
     for h in report.harvest:
         row = [str(h.round), h.policy, str(h.trees), str(h.rewarded), f"{h.accepted} ({h.trimmed})"]
@@ -102,8 +104,17 @@ def harvest_rows(report: LoopReport) -> tuple[list[str], list[list[str]]]:
         if tree:
             groups, zero = h.tree_groups or 0, h.tree_zero_groups or 0
             row += ["-" if h.tree_rows is None else f"{h.tree_rows} ({groups - zero} / {zero})"]
+        if gate:
+            row += [_gate_cell(h)]
         rows.append(row)
     return header, rows
+
+
+def _gate_cell(h: HarvestEntry) -> str:
+    """The judge gate's removed turns (routed to KTO) and failed judgements, of the replies it looked at."""
+    if h.gate_replies is None:
+        return "-"
+    return f"{h.gate_removed} ({h.gate_to_kto}) / {h.gate_failed} of {h.gate_replies}"
 
 
 def _control_cell(h: HarvestEntry) -> str:

@@ -64,6 +64,10 @@ class HarvestEntry(BaseModel):
     tree_rows: int | None = None
     tree_groups: int | None = None
     tree_zero_groups: int | None = None
+    gate_replies: int | None = Field(None, description="ideal-path replies the judge gate looked at (extract.judge)")
+    gate_removed: int | None = Field(None, description="turns that failed the judge gate")
+    gate_to_kto: int | None = Field(None, description="failed turns added to KTO as undesirable (route: kto)")
+    gate_failed: int | None = Field(None, description="judgements that failed (their turns were kept)")
 
     @property
     def rewarded_per_100_calls(self) -> float:
@@ -207,6 +211,10 @@ def _harvest(record: RoundRecord) -> HarvestEntry:
     entry.kto_good, entry.kto_bad = extracted.get("kto_desirable", 0), extracted.get("kto_undesirable", 0)
     entry.kto_tokens = tokens.get("kto", 0)
     entry.token_counter = extracted.get("token_counter", "whitespace")
+    gate = extracted.get("gate")
+    if isinstance(gate, dict):
+        entry.gate_replies, entry.gate_removed = gate.get("replies", 0), gate.get("removed", 0)
+        entry.gate_to_kto, entry.gate_failed = gate.get("to_kto", 0), gate.get("failed", 0)
     control = _read_json(record.control / EXTRACT_STATS) if record.control is not None else None
     if control is not None:
         entry.control_rows, entry.control_tokens = control.get("sft", 0), control.get("tokens", {}).get("sft", 0)

@@ -22,7 +22,8 @@ SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
 class RunInfo(BaseModel):
-    """The provenance of one run; ``adapter`` is set when the model is a trained adapter (``model`` is its base)."""
+    """The provenance of one run; ``adapter`` is set when the model is a trained adapter (``model`` is its base);
+    ``judge`` (``BACKEND:MODEL``) and ``judge_prompt_version`` when an LLM judge scored the run's replies."""
 
     josh_version: str
     git_commit: str | None = None
@@ -39,6 +40,8 @@ class RunInfo(BaseModel):
     user_backend: str | None = None
     user_model: str | None = None
     recipe: str | None = None
+    judge: str | None = None
+    judge_prompt_version: str | None = None
 
 
 @functools.cache

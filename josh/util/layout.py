@@ -2,9 +2,11 @@
 
 A ``josh rollout`` folder: ``TREES``, ``ROLLOUT_STATS``, ``ROLLOUT_LOG``. A ``josh eval`` folder: ``RESULTS``,
 ``SUMMARY``, ``EVAL_LOG``. A ``josh extract`` folder: ``<format>.jsonl`` for each format (``rows_file``) and
-``EXTRACT_STATS``. A training run: ``TRAIN_RECIPE``, ``METRICS``, ``TRAIN_LOG`` beside the adapter. A ``josh loop``
-run: ``LOOP_RECIPE`` (or ``SEEDS_RECIPE`` above its ``seed-<k>/`` runs), ``REPORT_JSON``, ``REPORT_MD``, and one
-folder per stage with its ``MANIFEST`` (a training stage that ended without a model: ``TRAIN_ENDED``).
+``EXTRACT_STATS``, and with ``extract.judge`` the judge gate's cached verdicts ``JUDGE_GATE``. A training run:
+``TRAIN_RECIPE``, ``METRICS``, ``TRAIN_LOG`` beside the adapter. A ``josh loop`` run: ``LOOP_RECIPE`` (or
+``SEEDS_RECIPE`` above its ``seed-<k>/`` runs), ``REPORT_JSON``, ``REPORT_MD``, and one folder per stage with its
+``MANIFEST`` (a training stage that ended without a model: ``TRAIN_ENDED``). A ``josh arena`` folder:
+``ARENA_JUDGEMENTS``, ``ARENA_SUMMARY``, ``ARENA_PLOT``.
 """
 
 TREES = "trees.jsonl"
@@ -19,8 +21,12 @@ MATRIX_MD = "matrix.md"
 MATRIX_CONFIG = "matrix_config.json"
 JUDGEMENTS = "judgements.jsonl"
 JUDGE_SUMMARY = "judge_summary.json"
+ARENA_JUDGEMENTS = "arena_judgements.jsonl"
+ARENA_SUMMARY = "arena_summary.json"
+ARENA_PLOT = "arena.png"
 
 EXTRACT_STATS = "extract_stats.json"
+JUDGE_GATE = "judge_gate.jsonl"
 WARMSTART_ROWS = "sft.jsonl"
 WARMSTART_STATS = "warmstart_stats.json"
 

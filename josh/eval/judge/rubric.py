@@ -32,11 +32,15 @@ MAX_WHY = 300
 
 class TurnJudgement(Spent):
     """One judged reply: ``turn`` is its index in the conversation record's ``messages``; a score is ``None`` where
-    the dimension was not judged (no policy) or the judgement failed (``error`` says why)."""
+    the dimension was not judged (no policy) or the judgement failed (``error`` says why). ``judge`` and
+    ``prompt_version`` name who judged it under which prompt (a line without them predates their recording)."""
 
     task_id: str
     trial: int = 0
     turn: int
+    judge: str | None = None
+    prompt_version: str | None = None
+    cost: float = 0.0
     scores: dict[str, int | None] = Field(default_factory=dict)
     why: dict[str, str] = Field(default_factory=dict)
     error: str | None = None

@@ -5,12 +5,15 @@ with each dimension's mean score and a bootstrap 95% interval over tasks.
 A reply is an agent message with text for the user (a turn that only calls tools is not judged; its calls and their
 results are part of the next reply's context). The judge runs greedy, under ``judge_grammar`` where the backend
 takes grammars (``grammar=False`` for one that does not, such as OpenAI's API). A failed request or an answer without
-usable scores is a judgement with ``error`` set: counted, never fatal; rerunning retries it.
+usable scores is a judgement with ``error`` set: counted, never fatal; rerunning retries it. Each judgement names its
+judge and prompt version: a rerun with another judge (or a changed prompt) judges every reply afresh, and the summary
+reads only the named judge's judgements.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -23,19 +26,25 @@ from josh.eval.judge.rubric import DIMENSIONS, PROMPT_VERSION, TurnJudgement, ju
 from josh.eval.metrics import Interval, bootstrap
 from josh.llm.base import LLM, LLMError, Sampling, Spent
 from josh.run.conversation import ConversationRecord
+from josh.run.info import RunInfo
+from josh.types import Message
 from josh.util.atomic import write_atomic
 from josh.util.jsonl import JsonlWriter, read_models
-from josh.util.layout import JUDGE_SUMMARY, JUDGEMENTS
+from josh.util.layout import JUDGE_SUMMARY, JUDGEMENTS, RESULTS
 
 MAX_JUDGE_TOKENS = 400
 
 
 class JudgeSummary(Spent):
     """What ``judge_run`` measured: per dimension the mean score over judged replies (bootstrap over tasks), how many
-    replies were judged, failed, or had a dimension that does not apply (no policy)."""
+    replies were judged, failed, or had a dimension that does not apply (no policy); the judge's own calls, tokens,
+    cost and the last session's wall time, apart from the agent's and the user's; ``run``: the judging's provenance."""
 
     judge: str
     prompt_version: str = PROMPT_VERSION
+    cost: float = 0.0
+    wall_s: float = 0.0
+    run: RunInfo | None = None
     replies: int = 0
     failed: int = 0
     not_applicable: dict[str, int] = Field(default_factory=dict)
@@ -63,14 +72,21 @@ def load_judgements(run_dir: Path) -> list[TurnJudgement]:
     return list(read_models(path, TurnJudgement, "a judgement", repair=True)) if path.is_file() else []
 
 
-async def _judge_one(llm: LLM, job: _Job, policy: str | None, grammar: bool) -> TurnJudgement:
-    record, turn = job.record, job.turn
+def by_judge(judgements: list[TurnJudgement], judge: str) -> list[TurnJudgement]:
+    """The judgements ``judge`` made under the current prompt."""
+    return [j for j in judgements if j.judge == judge and j.prompt_version == PROMPT_VERSION]
+
+
+async def judge_turn(
+    llm: LLM, context: list[Message], reply: Message, policy: str | None, grammar: bool, out: TurnJudgement
+) -> TurnJudgement:
+    """Fill ``out`` with the judge's scores of ``reply`` after ``context`` (or its error); never raises for a failed
+    request or an unusable answer."""
     names = [n for n in DIMENSIONS if policy or n != "policy"]
-    messages = judge_messages(record.messages[:turn], record.messages[turn], policy)
+    messages = judge_messages(context, reply, policy)
     sampling = Sampling(
         temperature=0.0, max_new_tokens=MAX_JUDGE_TOKENS, grammar=judge_grammar(policy is not None) if grammar else None
     )
-    out = TurnJudgement(task_id=record.task_id, trial=record.trial, turn=turn)
     out.scores = {n: None for n in DIMENSIONS}
     try:
         [completion] = await llm.chat(messages, sampling=sampling)
@@ -78,6 +94,7 @@ async def _judge_one(llm: LLM, job: _Job, policy: str | None, grammar: bool) -> 
         out.error = f"judge request failed: {exc}"
         return out
     out.llm_calls, out.prompt_tokens, out.completion_tokens = 1, completion.prompt_tokens, completion.completion_tokens
+    out.cost = completion.cost
     try:
         scores, why = parse_judgement(completion.text, names)
     except JudgeOutputError as exc:
@@ -88,16 +105,32 @@ async def _judge_one(llm: LLM, job: _Job, policy: str | None, grammar: bool) -> 
     return out
 
 
+async def _judge_one(llm: LLM, job: _Job, policy: str | None, grammar: bool, judge: str) -> TurnJudgement:
+    record, turn = job.record, job.turn
+    out = TurnJudgement(
+        task_id=record.task_id, trial=record.trial, turn=turn, judge=judge, prompt_version=PROMPT_VERSION
+    )
+    return await judge_turn(llm, record.messages[:turn], record.messages[turn], policy, grammar, out)
+
+
 async def judge_run(
-    run_dir: str | Path, env: Env, llm: LLM, *, judge: str, concurrency: int = 8, grammar: bool = True
+    run_dir: str | Path,
+    env: Env,
+    llm: LLM,
+    *,
+    judge: str,
+    concurrency: int = 8,
+    grammar: bool = True,
+    run: RunInfo | None = None,
 ) -> JudgeSummary:
-    """Judge every reply of ``run_dir``'s conversations not yet judged (a failed judgement is retried), then write
-    and return the summary."""
+    """Judge every reply of ``run_dir``'s conversations that ``judge`` has not yet judged (a failed judgement is
+    retried), then write and return the summary (``run``: the provenance it records)."""
     run_dir = Path(run_dir)
-    records = load_results(run_dir)
+    records = load_results(run_dir) if (run_dir / RESULTS).is_file() else []
     if not records:
         raise FileNotFoundError(f"no conversations to judge in {run_dir}: run `josh eval --out {run_dir}` first")
-    previous = load_judgements(run_dir)
+    start = time.perf_counter()
+    previous = by_judge(load_judgements(run_dir), judge)
     done = {j.key for j in previous if j.error is None}
     jobs = [_Job(record=r, turn=t) for r in records for t in reply_turns(r) if (r.task_id, r.trial, t) not in done]
     policy = policy_of(env)
@@ -105,37 +138,55 @@ async def judge_run(
 
     async def one(job: _Job) -> TurnJudgement:
         async with gate:
-            return await _judge_one(llm, job, policy, grammar)
+            return await _judge_one(llm, job, policy, grammar, judge)
 
     new: list[TurnJudgement] = []
     with JsonlWriter(run_dir / JUDGEMENTS) as writer:
-        for finished in asyncio.as_completed([one(job) for job in jobs]):
+        # tasks made in order start in order (bare coroutines would start in set order): a scripted or seeded judge
+        # answers the same way on every run
+        for finished in asyncio.as_completed([asyncio.ensure_future(one(job)) for job in jobs]):
             new.append(await finished)
             writer.write(new[-1])
     summary = summarize(previous + new, judge=judge)
+    summary.wall_s, summary.run = round(time.perf_counter() - start, 3), run
     write_atomic(run_dir / JUDGE_SUMMARY, summary.model_dump_json(indent=2) + "\n")
     return summary
 
 
-def summarize(judgements: list[TurnJudgement], *, judge: str) -> JudgeSummary:
-    """The summary of the newest judgement of each reply."""
-    latest: dict[tuple[str, int, int], TurnJudgement] = {}
+def latest(judgements: list[TurnJudgement]) -> dict[tuple[str, int, int], TurnJudgement]:
+    """Each reply's judgement: its first successful one, else its newest failure."""
+    out: dict[tuple[str, int, int], TurnJudgement] = {}
     for j in judgements:
-        if j.key not in latest or latest[j.key].error is not None:
-            latest[j.key] = j
-    summary = JudgeSummary(judge=judge, replies=len(latest))
+        if j.key not in out or out[j.key].error is not None:
+            out[j.key] = j
+    return out
+
+
+def task_scores(judgements: list[TurnJudgement]) -> dict[str, dict[str, list[float]]]:
+    """Per dimension, each task's scores over its judged replies (failures and n/a left out)."""
     by_task: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for j in latest.values():
-        summary.failed += j.error is not None
+    for j in latest(judgements).values():
         for name in DIMENSIONS:
             score = j.scores.get(name)
             if score is not None:
                 by_task[name][j.task_id].append(float(score))
-            elif j.error is None:
+    return {name: dict(tasks) for name, tasks in by_task.items()}
+
+
+def summarize(judgements: list[TurnJudgement], *, judge: str) -> JudgeSummary:
+    """The summary of each reply's judgement (see ``latest``)."""
+    chosen = latest(judgements)
+    summary = JudgeSummary(judge=judge, replies=len(chosen))
+    for j in chosen.values():
+        summary.failed += j.error is not None
+        for name in DIMENSIONS:
+            if j.error is None and j.scores.get(name) is None:
                 summary.not_applicable[name] = summary.not_applicable.get(name, 0) + 1
     for j in judgements:
         summary.llm_calls += j.llm_calls
         summary.prompt_tokens += j.prompt_tokens
         summary.completion_tokens += j.completion_tokens
-    summary.scores = {name: bootstrap(list(tasks.values())) for name, tasks in by_task.items() if tasks}
+        summary.cost += j.cost
+    scores = task_scores(judgements)
+    summary.scores = {name: bootstrap(list(tasks.values())) for name, tasks in scores.items() if tasks}
     return summary

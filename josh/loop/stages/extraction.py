@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from josh.eval.judge.reply import reply_judge
+from josh.eval.judge.runner import policy_of
 from josh.harvest.control import extract_random
 from josh.harvest.extract import extract, hf_token_counter
 from josh.loop.stages.base import Stage, StageContext
@@ -82,11 +84,18 @@ class ExtractStage(Stage):
             matched = f", a random {stats.sft} of {stats.random_pool} to match JOSH's rows" if stats.random_pool else ""
             self.ctx.log(f"  {stats.sft} random branches from {stats.trees} trees ({stats.trimmed} trimmed{matched})")
             return
-        stats = extract(self.trees, self.folder, spec, count_tokens=count, counter_name=counter)
+        judge = reply_judge(policy_of(self.ctx.env), spec.judge.uses_grammar) if spec.judge else None
+        stats = extract(self.trees, self.folder, spec, count_tokens=count, counter_name=counter, judge=judge)
         self.ctx.log(
             f"  {stats.accepted}/{stats.trees} trees used ({stats.rewarded} rewarded, {stats.trimmed} trimmed): "
             f"{stats.sft} SFT, {stats.kto_desirable} good + {stats.kto_undesirable} bad KTO rows"
         )
+        if stats.gate is not None:
+            g = stats.gate
+            self.ctx.log(
+                f"  judge gate: {g.replies} replies ({g.cached} cached, {g.failed} failed), {g.removed} turns "
+                f"removed ({g.to_kto} to KTO, {g.cut} later turns cut from SFT)"
+            )
 
 
 def kto_labels(paths: list[Path]) -> tuple[int, int]:

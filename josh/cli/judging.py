@@ -1,0 +1,131 @@
+"""The judging commands: ``josh judge`` (TD-Eval's turn-level scores of an evaluation, or ``--calibrate``), ``josh
+arena`` (pairwise comparison of runs) and what ``josh eval --judge`` runs after an evaluation. Registered on the app by
+``josh.cli.main``; the work lives in ``josh.eval.judge``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from josh.cli.options import key_values
+from josh.util.errors import reported, reports_errors
+from josh.util.layout import EVAL_LOG, RESULTS
+
+
+def judge_spec(judge: str | None, options: list[str] | None) -> Any:
+    """The ``--judge`` of ``josh eval``, checked before the evaluation starts (None without one)."""
+    if judge is None:
+        if options:
+            raise ValueError("--judge-option needs --judge BACKEND:MODEL")
+        return None
+    from josh.eval.judge.session import JudgeSpec, check_judge, parse_judge  # deferred: keeps josh --help light
+
+    backend, model = parse_judge(judge)
+    spec = JudgeSpec(backend=backend, model=model, llm_options=key_values(options, "--judge-option", "dtype=bfloat16"))
+    check_judge(spec)
+    return spec
+
+
+def judge_after_eval(folder: Path, spec: Any, env: Any) -> None:
+    """``josh eval --judge``: the finished evaluation judged, and the judge's table."""
+    from josh.eval.judge.session import (  # deferred: keeps josh --help light
+        judge_folder,
+        print_judge_summary,
+        run_block,
+        self_judging,
+    )
+    from josh.util.quiet import noise_to  # deferred: keeps josh --help light
+
+    with reported(interrupted=f"finished judgements are in {folder}; rerun the same command to resume"):
+        warning = self_judging(run_block(folder), spec)
+        if warning:
+            typer.secho(warning, fg="yellow")
+        with noise_to(folder / EVAL_LOG):
+            summary = judge_folder(folder, spec, env)
+    print_judge_summary(summary)
+
+
+@reports_errors
+def judge(
+    run: str | None = typer.Argument(None, help="a finished `josh eval` folder (results.jsonl)"),
+    backend: str = typer.Option("hf", help="the judge's LLM backend"),
+    model: str = typer.Option("smollm2", help="the judge's model"),
+    llm_options: list[str] | None = typer.Option(
+        None, "--llm-option", help="judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
+    ),
+    env: str | None = typer.Option(None, help="environment of the run (default: the one its summary.json names)"),
+    data: str | None = typer.Option(None, help="its data (default: the one its summary.json names)"),
+    concurrency: int = typer.Option(8, min=1, help="judge requests in flight at the same time"),
+    grammar: bool = typer.Option(
+        True, help="constrain the judge's answer with a grammar (off on OpenAI's own API, which takes none)"
+    ),
+    calibrate: bool = typer.Option(
+        False, "--calibrate", help="judge the shipped hand-labelled turns instead of a run: agreement per dimension"
+    ),
+) -> None:
+    """Score every agent reply of an evaluation on cohesion, backend consistency and policy compliance (TD-Eval)."""
+    from josh.eval.judge.session import (  # deferred: keeps josh --help light
+        JudgeSpec,
+        judge_folder,
+        judged_env,
+        print_judge_summary,
+        run_block,
+        self_judging,
+    )
+
+    settings = key_values(llm_options, "--llm-option", "dtype=bfloat16")
+    spec = JudgeSpec(backend=backend, model=model, llm_options=settings, grammar=grammar, concurrency=concurrency)
+    if calibrate:
+        from josh.eval.judge.calibration import calibrate as run_calibration  # deferred: keeps josh --help light
+        from josh.eval.judge.calibration import print_calibration  # deferred: keeps josh --help light
+
+        print_calibration(run_calibration(spec))
+        return
+    if run is None:
+        raise ValueError("give the evaluation folder to judge (or --calibrate)")
+    folder = Path(run)
+    if not (folder / RESULTS).is_file():
+        raise FileNotFoundError(f"no conversations to judge in {folder}: run `josh eval --out {folder}` first")
+    warning = self_judging(run_block(folder), spec)
+    if warning:
+        typer.secho(warning, fg="yellow")
+    print_judge_summary(judge_folder(folder, spec, judged_env(folder, env, data)))
+
+
+@reports_errors
+def arena(
+    runs: list[str] = typer.Argument(..., help="two or more finished `josh eval` folders of one environment"),
+    out: str = typer.Option(
+        ..., "--out", help="folder: arena_judgements.jsonl, arena_summary.json, arena.png (rerun to resume)"
+    ),
+    backend: str = typer.Option("hf", help="the judge's LLM backend"),
+    model: str = typer.Option("smollm2", help="the judge's model"),
+    llm_options: list[str] | None = typer.Option(
+        None, "--llm-option", help="judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
+    ),
+    concurrency: int = typer.Option(8, min=1, help="judge requests in flight at the same time"),
+    grammar: bool = typer.Option(
+        True, help="constrain the judge's answer with a grammar (off on OpenAI's own API, which takes none)"
+    ),
+) -> None:
+    """Compare runs conversation by conversation: a judge picks the better agent of each pair, in both orders, and
+    the runs are ranked by Bradley-Terry strength and Elo (TD-Eval's arena)."""
+    from rich.console import Console
+
+    from josh.eval.judge.arena import load_runs, shared_keys  # deferred: keeps josh --help light
+    from josh.eval.judge.arena_runner import arena_session, arena_table, skipped_counts  # deferred: as above
+
+    loaded = load_runs(runs)
+    shared = len(shared_keys(loaded))
+    skipped = ", ".join(f"{label} {count}" for label, count in skipped_counts(loaded).items())
+    typer.echo(f"{shared} conversations (task, trial) shared by all {len(loaded)} runs; not shared, skipped: {skipped}")
+    if not shared:
+        raise ValueError("the runs share no (task, trial) conversation: evaluate them on the same tasks")
+    settings = key_values(llm_options, "--llm-option", "dtype=bfloat16")
+    summary = arena_session(
+        loaded, out, backend=backend, model=model, llm_options=settings, concurrency=concurrency, grammar=grammar
+    )
+    Console().print(arena_table(summary))
+    typer.echo(f"-> {out}")

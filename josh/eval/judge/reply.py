@@ -1,0 +1,45 @@
+"""One reply judged on its own, outside an evaluation folder: the rubric prompt (``rubric``), answered greedily under
+the grammar where asked, read by ``parse``. Extraction's judge gate (``josh.harvest.judge_gate``) takes it as its
+``ReplyJudge``, with the domain policy bound (``reply_judge``); a failed request or an unusable answer is a judgement
+with ``error`` set, never an exception."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from josh.envs import build_env
+from josh.eval.judge.rubric import PROMPT_VERSION, TurnJudgement
+from josh.eval.judge.runner import judge_turn, policy_of
+from josh.llm.base import LLM
+from josh.types import Message
+from josh.util.layout import ROLLOUT_STATS
+
+
+async def judge_reply(
+    llm: LLM, context: list[Message], reply: Message, policy: str | None, grammar: bool
+) -> TurnJudgement:
+    """Scores of ``reply`` after ``context`` (its ``turn``: the reply's index, ``len(context)``)."""
+    out = TurnJudgement(task_id="", turn=len(context), prompt_version=PROMPT_VERSION)
+    return await judge_turn(llm, context, reply, policy, grammar, out)
+
+
+def reply_judge(policy: str | None, grammar: bool) -> Callable[[LLM, list[Message], Message], Awaitable[TurnJudgement]]:
+    """``judge_reply`` against ``policy`` (``None``: the policy dimension is not judged)."""
+
+    async def judge(llm: LLM, context: list[Message], reply: Message) -> TurnJudgement:
+        return await judge_reply(llm, context, reply, policy, grammar)
+
+    return judge
+
+
+def rollout_policy(folder: Path) -> str | None:
+    """The domain policy of the environment a rollout folder's ``stats.json`` names (``None``: none named)."""
+    try:
+        run = json.loads((folder / ROLLOUT_STATS).read_text(encoding="utf-8")).get("run")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(run, dict) or not run.get("env"):
+        return None
+    return policy_of(build_env(run["env"], run.get("data") or "mini"))
