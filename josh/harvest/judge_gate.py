@@ -29,12 +29,12 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from josh.llm.base import LLM, LLMError, aclose_all
+from josh.llm.base import LLM, LLMError, run_session
 from josh.llm.factory import llm_config
 from josh.run.components import build_llms, check_llms
 from josh.search.tree import Node, Tree, path_messages
 from josh.types import Message
-from josh.util.jsonl import JsonlWriter, read_models
+from josh.util.jsonl import read_models, write_as_completed
 from josh.util.layout import JUDGE_GATE
 
 
@@ -166,27 +166,17 @@ def load_verdicts(path: Path) -> list[GateVerdict]:
 async def _judge_all(
     replies: list[Reply], gate: JudgeGate, judge: ReplyJudge, llm: LLM, out: Path
 ) -> list[GateVerdict]:
-    slots = asyncio.Semaphore(gate.concurrency)
-
     async def one(r: Reply) -> GateVerdict:
         verdict = GateVerdict(key=r.key, judge=gate.judge, task_id=r.task_id, node=r.node, message=r.message)
-        async with slots:
-            try:
-                judged = await judge(llm, r.context, r.reply)
-            except (LLMError, ValueError) as exc:
-                verdict.error = f"judge failed: {exc}"
-                return verdict
+        try:
+            judged = await judge(llm, r.context, r.reply)
+        except (LLMError, ValueError) as exc:
+            verdict.error = f"judge failed: {exc}"
+            return verdict
         verdict.scores, verdict.error = dict(judged.scores), judged.error
         return verdict
 
-    verdicts = []
-    with JsonlWriter(out) as writer:
-        # tasks made in order start in order (bare coroutines would start in set order): a scripted or seeded judge
-        # answers the same way on every run
-        for finished in asyncio.as_completed([asyncio.ensure_future(one(r)) for r in replies]):
-            verdicts.append(await finished)
-            writer.write(verdicts[-1])
-    return verdicts
+    return await write_as_completed(out, (one(r) for r in replies), gate.concurrency)
 
 
 def _judge(replies: list[Reply], gate: JudgeGate, judge: ReplyJudge, out: Path, llm: LLM | None) -> list[GateVerdict]:
@@ -196,15 +186,8 @@ def _judge(replies: list[Reply], gate: JudgeGate, judge: ReplyJudge, out: Path, 
     settings = dict(gate.llm_options)
     key = (gate.backend, gate.model, settings.pop("base_url", None))
     llms = build_llms(check_llms({key: settings}))
-
-    async def session() -> list[GateVerdict]:  # HTTP connections close in the event loop that opened them
-        try:
-            return await _judge_all(replies, gate, judge, llms[key], out)
-        finally:
-            await aclose_all(llms.values())
-
     try:
-        return asyncio.run(session())
+        return run_session(list(llms.values()), _judge_all(replies, gate, judge, llms[key], out))
     finally:
         for built in llms.values():
             built.close()

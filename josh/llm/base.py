@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Coroutine, Iterable, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -136,3 +136,19 @@ class Backend(ABC):
 async def aclose_all(llms: Iterable[LLM]) -> None:
     """Close every backend's async connections in the running event loop (before ``asyncio.run`` closes it)."""
     await asyncio.gather(*(llm.aclose() for llm in llms))
+
+
+T = TypeVar("T")
+
+
+def run_session(llms: Sequence[LLM], work: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(work)``, the backends' async HTTP connections closed in that loop before it ends (their worker
+    threads stay: ``close()`` them after)."""
+
+    async def session() -> T:
+        try:
+            return await work
+        finally:
+            await aclose_all(llms)
+
+    return asyncio.run(session())

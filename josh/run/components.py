@@ -8,7 +8,6 @@ stops the run at once with one line.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -18,7 +17,7 @@ from pydantic import Field
 from josh.agents import AGENTS, Agent, make_agent
 from josh.envs import ENVIRONMENTS, build_env
 from josh.envs.base import Env
-from josh.llm.base import LLM, Sampling, aclose_all
+from josh.llm.base import LLM, Sampling, run_session
 from josh.llm.config import LLMConfig
 from josh.llm.factory import build_llm, check_buildable, llm_config
 from josh.llm.health import check_connections
@@ -65,14 +64,7 @@ class Components:
 
     def run(self, work: Coroutine[Any, Any, T]) -> T:
         """``asyncio.run(work)``; the backends' async HTTP connections are closed in that loop before it ends."""
-
-        async def session() -> T:
-            try:
-                return await work
-            finally:
-                await aclose_all(self.llms)
-
-        return asyncio.run(session())
+        return run_session(self.llms, work)
 
     def close(self, *, cancel: bool = True) -> None:
         """Stop the local backends' worker threads (with ``cancel``, queued requests fail and a generation stops at its

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -156,3 +157,22 @@ class JsonlWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+async def write_as_completed(path: str | Path, jobs: Iterable[Awaitable[M]], concurrency: int) -> list[M]:
+    """Await ``jobs``, at most ``concurrency`` at a time, started in their order (so a scripted or seeded LLM answers
+    the same way on every run), appending each result to the JSONL file ``path`` as it finishes (a killed run keeps
+    what finished); the results in finishing order."""
+    slots = asyncio.Semaphore(concurrency)
+
+    async def bounded(job: Awaitable[M]) -> M:
+        async with slots:
+            return await job
+
+    tasks = [asyncio.ensure_future(bounded(job)) for job in jobs]
+    done: list[M] = []
+    with JsonlWriter(path) as writer:
+        for finished in asyncio.as_completed(tasks):
+            done.append(await finished)
+            writer.write(done[-1])
+    return done

@@ -1,6 +1,10 @@
-import pytest
+import asyncio
+import json
 
-from josh.util.jsonl import CorruptLineError, JsonlWriter, iter_jsonl
+import pytest
+from pydantic import BaseModel
+
+from josh.util.jsonl import CorruptLineError, JsonlWriter, iter_jsonl, write_as_completed
 
 
 def test_torn_last_line_is_skipped_and_repaired(tmp_path):
@@ -25,3 +29,27 @@ def test_corrupt_middle_line_is_an_error_naming_the_line(tmp_path):
 
 def test_missing_file_yields_nothing(tmp_path):
     assert list(iter_jsonl(tmp_path / "absent.jsonl")) == []
+
+
+class Done(BaseModel):
+    n: int
+
+
+def test_write_as_completed_starts_jobs_in_order_bounded_and_appends_each_as_it_finishes(tmp_path) -> None:
+    started: list[int] = []
+    running = {"now": 0, "most": 0}
+
+    async def job(n: int) -> Done:
+        started.append(n)
+        running["now"] += 1
+        running["most"] = max(running["most"], running["now"])
+        await asyncio.sleep(0.01 * (5 - n))  # later jobs finish sooner
+        running["now"] -= 1
+        return Done(n=n)
+
+    path = tmp_path / "out.jsonl"
+    path.write_text('{"n": -1}\n')  # appended to, never truncated
+    done = asyncio.run(write_as_completed(path, (job(n) for n in range(5)), concurrency=2))
+    assert started == [0, 1, 2, 3, 4] and running["most"] == 2
+    assert sorted(d.n for d in done) == [0, 1, 2, 3, 4]
+    assert [json.loads(line)["n"] for line in path.read_text().splitlines()] == [-1, *(d.n for d in done)]

@@ -43,6 +43,7 @@ class ArenaJudgement(Spent):
     verdict: Verdict | None = None
     why: str = ""
     error: str | None = None
+    cost: float = 0.0
 
     @property
     def key(self) -> tuple[str, int, str, str]:

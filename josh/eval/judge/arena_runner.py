@@ -9,7 +9,6 @@ interval over tasks, its Elo and its wins, ties and losses, and ``arena.png`` pl
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,12 +30,12 @@ from josh.eval.judge.arena import (
 )
 from josh.eval.judge.parse import JudgeOutputError
 from josh.eval.judge.ranking import ModelRank, Outcome, rank
-from josh.eval.judge.runner import policy_of
+from josh.eval.judge.runner import ask_judge, policy_of
 from josh.eval.summary import fmt_interval
-from josh.llm.base import LLM, LLMError, Sampling, Spent, aclose_all
+from josh.llm.base import LLM, Spent, run_session
 from josh.run.components import build_llms, check_llms
 from josh.util.atomic import write_atomic
-from josh.util.jsonl import JsonlWriter, read_models
+from josh.util.jsonl import read_models, write_as_completed
 from josh.util.layout import ARENA_JUDGEMENTS, ARENA_PLOT, ARENA_SUMMARY
 
 MAX_VERDICT_TOKENS = 200
@@ -56,6 +55,7 @@ class ArenaSummary(Spent):
     both_orders: int = 0
     order_disagreements: int = 0
     models: dict[str, ModelRank] = Field(default_factory=dict)
+    cost: float = 0.0
 
 
 class _Job(BaseModel):
@@ -81,17 +81,11 @@ async def _judge_one(
     task_id, trial = job.key
     out = ArenaJudgement(task_id=task_id, trial=trial, a=job.a, b=job.b)
     messages = arena_messages(runs[job.a].records[job.key], runs[job.b].records[job.key], policy)
-    sampling = Sampling(
-        temperature=0.0, max_new_tokens=MAX_VERDICT_TOKENS, grammar=arena_grammar() if grammar else None
-    )
-    try:
-        [completion] = await llm.chat(messages, sampling=sampling)
-    except LLMError as exc:
-        out.error = f"judge request failed: {exc}"
+    text = await ask_judge(llm, messages, arena_grammar() if grammar else None, MAX_VERDICT_TOKENS, out)
+    if text is None:
         return out
-    out.llm_calls, out.prompt_tokens, out.completion_tokens = 1, completion.prompt_tokens, completion.completion_tokens
     try:
-        out.verdict, out.why = parse_verdict(completion.text)
+        out.verdict, out.why = parse_verdict(text)
     except JudgeOutputError as exc:
         out.error = str(exc)
     return out
@@ -121,19 +115,8 @@ async def arena_run(
         if (*key, a, b) not in done
     ]
     by_label = {run.label: run for run in runs}
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(job: _Job) -> ArenaJudgement:
-        async with gate:
-            return await _judge_one(llm, by_label, job, policy, grammar)
-
-    new: list[ArenaJudgement] = []
-    with JsonlWriter(out / ARENA_JUDGEMENTS) as writer:
-        # tasks made in order start in order (bare coroutines would start in set order): a scripted or seeded judge
-        # answers the same way on every run
-        for finished in asyncio.as_completed([asyncio.ensure_future(one(job)) for job in jobs]):
-            new.append(await finished)
-            writer.write(new[-1])
+    work = (_judge_one(llm, by_label, job, policy, grammar) for job in jobs)
+    new = await write_as_completed(out / ARENA_JUDGEMENTS, work, concurrency)
     summary = summarize_arena(runs, previous + new, judge=judge)
     write_atomic(out / ARENA_SUMMARY, summary.model_dump_json(indent=2) + "\n")
     plot_arena(summary, out / ARENA_PLOT)
@@ -158,17 +141,11 @@ def arena_session(
     policy = policy_of(build_env(runs[0].env, runs[0].data))
     grammar = grammar and not (backend == "openai" and key[2] is None)
 
-    async def session() -> ArenaSummary:  # the judge's HTTP connections close in the loop that used them
-        try:
-            return await arena_run(
-                runs, out, llms[key], judge=f"{backend}:{model}", policy=policy, concurrency=concurrency,
-                grammar=grammar,
-            )  # fmt: skip
-        finally:
-            await aclose_all(llms.values())
-
+    work = arena_run(
+        runs, out, llms[key], judge=f"{backend}:{model}", policy=policy, concurrency=concurrency, grammar=grammar
+    )
     try:
-        return asyncio.run(session())
+        return run_session(list(llms.values()), work)
     finally:
         for llm in llms.values():
             llm.close()
@@ -191,6 +168,7 @@ def summarize_arena(runs: Sequence[ArenaRun], judgements: Sequence[ArenaJudgemen
         summary.llm_calls += j.llm_calls
         summary.prompt_tokens += j.prompt_tokens
         summary.completion_tokens += j.completion_tokens
+        summary.cost += j.cost
     ok = {key: j for key, j in latest.items() if j.error is None}
     summary.failed = len(latest) - len(ok)
     for (task_id, trial, a, b), j in ok.items():

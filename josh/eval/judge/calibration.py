@@ -21,7 +21,7 @@ from josh.eval.judge.grounding import ungrounded
 from josh.eval.judge.rubric import DIMENSIONS, PROMPT_VERSION, TurnJudgement
 from josh.eval.judge.runner import judge_turn
 from josh.eval.judge.session import JudgeSpec, build_judge
-from josh.llm.base import LLM, aclose_all
+from josh.llm.base import LLM, run_session
 from josh.types import Message, ToolCall, assistant, tool_result, user
 
 GOOD_AT = 4
@@ -134,17 +134,12 @@ def calibrate(spec: JudgeSpec, items: list[CalibrationItem] | None = None) -> Ca
 
     llm = build_judge(spec)
 
-    async def session() -> CalibrationReport:
-        try:
-            return await calibrate_llm(
-                llm, judge=spec.name, items=items or load_calibration(), policy=POLICY, grammar=spec.uses_grammar,
-                concurrency=spec.concurrency,
-            )  # fmt: skip
-        finally:
-            await aclose_all([llm])
-
+    work = calibrate_llm(
+        llm, judge=spec.name, items=items or load_calibration(), policy=POLICY, grammar=spec.uses_grammar,
+        concurrency=spec.concurrency,
+    )  # fmt: skip
     try:
-        return asyncio.run(session())
+        return run_session([llm], work)
     finally:
         llm.close()
 

@@ -12,10 +12,10 @@ reads only the named judge's judgements.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -29,7 +29,7 @@ from josh.run.conversation import ConversationRecord
 from josh.run.info import RunInfo
 from josh.types import Message
 from josh.util.atomic import write_atomic
-from josh.util.jsonl import JsonlWriter, read_models
+from josh.util.jsonl import read_models, write_as_completed
 from josh.util.layout import JUDGE_SUMMARY, JUDGEMENTS, RESULTS
 
 MAX_JUDGE_TOKENS = 400
@@ -77,26 +77,35 @@ def by_judge(judgements: list[TurnJudgement], judge: str) -> list[TurnJudgement]
     return [j for j in judgements if j.judge == judge and j.prompt_version == PROMPT_VERSION]
 
 
+async def ask_judge(llm: LLM, messages: list[Message], grammar: str | None, max_tokens: int, out: Any) -> str | None:
+    """The judge's greedy answer to ``messages`` (under ``grammar`` when given), its calls, tokens and cost added to
+    ``out`` (a record with ``error``); ``None``, with ``out.error`` set, when the request failed."""
+    sampling = Sampling(temperature=0.0, max_new_tokens=max_tokens, grammar=grammar)
+    try:
+        [completion] = await llm.chat(messages, sampling=sampling)
+    except LLMError as exc:
+        out.error = f"judge request failed: {exc}"
+        return None
+    out.llm_calls += 1
+    out.prompt_tokens += completion.prompt_tokens
+    out.completion_tokens += completion.completion_tokens
+    out.cost += completion.cost
+    return completion.text
+
+
 async def judge_turn(
     llm: LLM, context: list[Message], reply: Message, policy: str | None, grammar: bool, out: TurnJudgement
 ) -> TurnJudgement:
     """Fill ``out`` with the judge's scores of ``reply`` after ``context`` (or its error); never raises for a failed
     request or an unusable answer."""
     names = [n for n in DIMENSIONS if policy or n != "policy"]
-    messages = judge_messages(context, reply, policy)
-    sampling = Sampling(
-        temperature=0.0, max_new_tokens=MAX_JUDGE_TOKENS, grammar=judge_grammar(policy is not None) if grammar else None
-    )
+    constraint = judge_grammar(policy is not None) if grammar else None
     out.scores = {n: None for n in DIMENSIONS}
-    try:
-        [completion] = await llm.chat(messages, sampling=sampling)
-    except LLMError as exc:
-        out.error = f"judge request failed: {exc}"
+    text = await ask_judge(llm, judge_messages(context, reply, policy), constraint, MAX_JUDGE_TOKENS, out)
+    if text is None:
         return out
-    out.llm_calls, out.prompt_tokens, out.completion_tokens = 1, completion.prompt_tokens, completion.completion_tokens
-    out.cost = completion.cost
     try:
-        scores, why = parse_judgement(completion.text, names)
+        scores, why = parse_judgement(text, names)
     except JudgeOutputError as exc:
         out.error = str(exc)
         return out
@@ -134,19 +143,8 @@ async def judge_run(
     done = {j.key for j in previous if j.error is None}
     jobs = [_Job(record=r, turn=t) for r in records for t in reply_turns(r) if (r.task_id, r.trial, t) not in done]
     policy = policy_of(env)
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(job: _Job) -> TurnJudgement:
-        async with gate:
-            return await _judge_one(llm, job, policy, grammar, judge)
-
-    new: list[TurnJudgement] = []
-    with JsonlWriter(run_dir / JUDGEMENTS) as writer:
-        # tasks made in order start in order (bare coroutines would start in set order): a scripted or seeded judge
-        # answers the same way on every run
-        for finished in asyncio.as_completed([asyncio.ensure_future(one(job)) for job in jobs]):
-            new.append(await finished)
-            writer.write(new[-1])
+    work = (_judge_one(llm, job, policy, grammar, judge) for job in jobs)
+    new = await write_as_completed(run_dir / JUDGEMENTS, work, concurrency)
     summary = summarize(previous + new, judge=judge)
     summary.wall_s, summary.run = round(time.perf_counter() - start, 3), run
     write_atomic(run_dir / JUDGE_SUMMARY, summary.model_dump_json(indent=2) + "\n")

@@ -9,7 +9,6 @@ OpenAI's own API takes no grammar, so a judge on the ``openai`` backend without 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from josh.envs.base import Env
 from josh.eval.judge.rubric import PROMPT_VERSION
 from josh.eval.judge.runner import JudgeSummary, judge_run
 from josh.eval.summary import fmt_interval
-from josh.llm.base import LLM, aclose_all
+from josh.llm.base import LLM, run_session
 from josh.run.components import build_llms, check_llms
 from josh.run.info import run_info, split_adapter
 from josh.util.atomic import write_atomic
@@ -127,17 +126,11 @@ def judge_folder(folder: str | Path, spec: JudgeSpec, env: Env) -> JudgeSummary:
     llm = build_judge(spec)
     provenance = run_info(judge=spec.name, judge_prompt_version=PROMPT_VERSION)
 
-    async def session() -> JudgeSummary:  # the judge's HTTP connections close in the loop that used them
-        try:
-            return await judge_run(
-                folder, env, llm, judge=spec.name, concurrency=spec.concurrency, grammar=spec.uses_grammar,
-                run=provenance,
-            )  # fmt: skip
-        finally:
-            await aclose_all([llm])
-
+    work = judge_run(
+        folder, env, llm, judge=spec.name, concurrency=spec.concurrency, grammar=spec.uses_grammar, run=provenance
+    )
     try:
-        summary = asyncio.run(session())
+        summary = run_session([llm], work)
     finally:
         llm.close()
     record_judge(folder, spec)
