@@ -20,7 +20,8 @@ def judge_spec(judge: str | None, options: list[str] | None) -> Any:
         if options:
             raise ValueError("--judge-option needs --judge BACKEND:MODEL")
         return None
-    from josh.eval.judge.session import JudgeSpec, check_judge, parse_judge  # deferred: keeps josh --help light
+    from josh.eval.judge.session import check_judge, parse_judge  # deferred: keeps josh --help light
+    from josh.run.spec import JudgeSpec  # deferred: keeps josh --help light
 
     backend, model = parse_judge(judge)
     spec = JudgeSpec(backend=backend, model=model, llm_options=key_values(options, "--judge-option", "dtype=bfloat16"))
@@ -67,13 +68,13 @@ def judge(
 ) -> None:
     """Score every agent reply of an evaluation on cohesion, backend consistency and policy compliance (TD-Eval)."""
     from josh.eval.judge.session import (  # deferred: keeps josh --help light
-        JudgeSpec,
         judge_folder,
         judged_env,
         print_judge_summary,
         run_block,
         self_judging,
     )
+    from josh.run.spec import JudgeSpec  # deferred: keeps josh --help light
 
     settings = key_values(llm_options, "--llm-option", "dtype=bfloat16")
     spec = JudgeSpec(backend=backend, model=model, llm_options=settings, grammar=grammar, concurrency=concurrency)

@@ -25,48 +25,32 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from josh.llm.base import LLM, LLMError, run_session
 from josh.llm.factory import llm_config
 from josh.run.components import build_llms, check_llms
+from josh.run.spec import JudgeSpec
 from josh.search.tree import Node, Tree, path_messages
 from josh.types import Message
 from josh.util.jsonl import read_models, write_as_completed
 from josh.util.layout import JUDGE_GATE
 
 
-class JudgeGate(BaseModel):
+class JudgeGate(JudgeSpec):
     """``extract.judge``: the LLM that judges ideal-path replies, and what becomes of a turn that fails."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    backend: str = Field("hf", description="the judge's LLM backend")
-    model: str | None = Field("smollm2", description="the judge's model")
-    llm_options: dict[str, Any] = Field(default_factory=dict, description="the judge backend's settings")
     threshold: int = Field(3, ge=1, le=5, description="a turn scored below this on any judged dimension fails")
     route: Literal["drop", "kto"] = Field(
         "drop", description="a failed turn is left out of SFT (drop), and also becomes a KTO undesirable row (kto)"
     )
-    grammar: bool = Field(True, description="constrain the judge's answer with a grammar (false for OpenAI's API)")
-    concurrency: int = Field(8, ge=1, description="judge requests in flight at the same time")
 
     @model_validator(mode="after")
     def _known_backend(self) -> JudgeGate:
         llm_config(self.backend, self.model, **self.llm_options)  # a bad backend or setting fails the recipe early
         return self
-
-    @property
-    def judge(self) -> str:
-        """The judge's name, as verdicts record it."""
-        return f"{self.backend}:{self.model}"
-
-    @property
-    def uses_grammar(self) -> bool:
-        """Whether the judge answers under the grammar (not on OpenAI's own API, which takes none)."""
-        return self.grammar and not (self.backend == "openai" and not self.llm_options.get("base_url"))
 
 
 class Judged(Protocol):
@@ -167,7 +151,7 @@ async def _judge_all(
     replies: list[Reply], gate: JudgeGate, judge: ReplyJudge, llm: LLM, out: Path
 ) -> list[GateVerdict]:
     async def one(r: Reply) -> GateVerdict:
-        verdict = GateVerdict(key=r.key, judge=gate.judge, task_id=r.task_id, node=r.node, message=r.message)
+        verdict = GateVerdict(key=r.key, judge=gate.name, task_id=r.task_id, node=r.node, message=r.message)
         try:
             judged = await judge(llm, r.context, r.reply)
         except (LLMError, ValueError) as exc:
@@ -183,8 +167,7 @@ def _judge(replies: list[Reply], gate: JudgeGate, judge: ReplyJudge, out: Path, 
     """Judge ``replies`` with ``llm``, or with the LLM ``gate`` names (built here, closed after)."""
     if llm is not None:
         return asyncio.run(_judge_all(replies, gate, judge, llm, out))
-    settings = dict(gate.llm_options)
-    key = (gate.backend, gate.model, settings.pop("base_url", None))
+    key, settings = gate.llm_key()
     llms = build_llms(check_llms({key: settings}))
     try:
         return run_session(list(llms.values()), _judge_all(replies, gate, judge, llms[key], out))
@@ -199,9 +182,9 @@ def run_gate(
     """The keys of the replies that fail the gate. Replies the cache in ``out_dir`` holds a verdict of this judge
     for are not judged again; new verdicts are appended to it."""
     out = out_dir / JUDGE_GATE
-    cached = {v.key: v for v in load_verdicts(out) if v.judge == gate.judge and v.error is None}
+    cached = {v.key: v for v in load_verdicts(out) if v.judge == gate.name and v.error is None}
     todo = list({r.key: r for r in replies if r.key not in cached}.values())
-    stats.judge, stats.replies = gate.judge, len(replies)
+    stats.judge, stats.replies = gate.name, len(replies)
     stats.cached = sum(1 for r in replies if r.key in cached)
     new = _judge(todo, gate, judge, out, llm) if todo else []
     stats.judged, stats.failed = len(new), sum(1 for v in new if v.error is not None)

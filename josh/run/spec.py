@@ -62,3 +62,29 @@ class UserSpec(_Part):
 
 class RunSpec(UserSpec, AgentLLMSpec, AgentSpec, EnvSpec):
     """See the module docstring; each field's description is also its command-line help."""
+
+
+class JudgeSpec(_Part):
+    """An LLM judge: its backend, model and backend settings (``base_url`` among them), whether it answers under a
+    grammar, and how many requests it keeps in flight (``josh judge``, ``josh eval --judge``, ``extract.judge``)."""
+
+    backend: str = Field("hf", description="the judge's LLM backend")
+    model: str | None = Field("smollm2", description="the judge's model")
+    llm_options: dict[str, Any] = Field(default_factory=dict, description="the judge backend's settings")
+    grammar: bool = Field(True, description="constrain the judge's answer with a grammar (false for OpenAI's API)")
+    concurrency: int = Field(8, ge=1, description="judge requests in flight at the same time")
+
+    @property
+    def name(self) -> str:
+        """The judge's name, as judgements record it."""
+        return f"{self.backend}:{self.model}"
+
+    @property
+    def uses_grammar(self) -> bool:
+        """Whether the judge answers under the grammar (not on OpenAI's own API, which takes none)."""
+        return self.grammar and not (self.backend == "openai" and not self.llm_options.get("base_url"))
+
+    def llm_key(self) -> tuple[tuple[str, str | None, str | None], dict[str, Any]]:
+        """((backend, model, base URL), the other settings): what ``josh.run.components.check_llms`` takes."""
+        settings = dict(self.llm_options)
+        return (self.backend, self.model, settings.pop("base_url", None)), settings

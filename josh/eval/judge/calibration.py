@@ -20,8 +20,9 @@ from rich.table import Table
 from josh.eval.judge.grounding import ungrounded
 from josh.eval.judge.rubric import DIMENSIONS, PROMPT_VERSION, TurnJudgement
 from josh.eval.judge.runner import judge_turn
-from josh.eval.judge.session import JudgeSpec, build_judge
+from josh.eval.judge.session import build_judge
 from josh.llm.base import LLM, run_session
+from josh.run.spec import JudgeSpec
 from josh.types import Message, ToolCall, assistant, tool_result, user
 
 GOOD_AT = 4

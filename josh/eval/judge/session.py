@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
@@ -25,27 +24,9 @@ from josh.eval.summary import fmt_interval
 from josh.llm.base import LLM, run_session
 from josh.run.components import build_llms, check_llms
 from josh.run.info import run_info, split_adapter
+from josh.run.spec import JudgeSpec
 from josh.util.atomic import write_atomic
 from josh.util.layout import RESULTS, SUMMARY
-
-
-class JudgeSpec(BaseModel):
-    """The judge: backend, model, backend settings (``base_url`` among them), grammar and concurrency."""
-
-    backend: str
-    model: str
-    llm_options: dict[str, Any] = Field(default_factory=dict)
-    grammar: bool = True
-    concurrency: int = 8
-
-    @property
-    def name(self) -> str:
-        return f"{self.backend}:{self.model}"
-
-    @property
-    def uses_grammar(self) -> bool:
-        """Whether the judge answers under the grammar (not on OpenAI's own API, which takes none)."""
-        return self.grammar and not (self.backend == "openai" and not self.llm_options.get("base_url"))
 
 
 def parse_judge(text: str) -> tuple[str, str]:
@@ -100,20 +81,15 @@ def judged_env(folder: Path, env: str | None, data: str | None) -> Env:
     return build_env(name, data or info.get("data") or "mini")
 
 
-def _key_settings(spec: JudgeSpec) -> tuple[tuple[str, str, str | None], dict[str, Any]]:
-    settings = dict(spec.llm_options)
-    return (spec.backend, spec.model, settings.pop("base_url", None)), settings
-
-
 def check_judge(spec: JudgeSpec) -> None:
     """Check the judge's backend and settings, and that its endpoint answers, without loading a model."""
-    key, settings = _key_settings(spec)
+    key, settings = spec.llm_key()
     check_llms({key: settings})
 
 
 def build_judge(spec: JudgeSpec) -> LLM:
     """The judge's LLM, checked first (a bad setting or a down endpoint is one clear error)."""
-    key, settings = _key_settings(spec)
+    key, settings = spec.llm_key()
     return build_llms(check_llms({key: settings}))[key]
 
 

@@ -16,7 +16,8 @@ from josh.envs import build_env
 from josh.eval.evaluate import load_results
 from josh.eval.judge.rubric import PROMPT_VERSION
 from josh.eval.judge.runner import judge_run, load_judgements, reply_turns
-from josh.eval.judge.session import JudgeSpec, parse_judge, self_judging
+from josh.eval.judge.session import parse_judge, self_judging
+from josh.run.spec import JudgeSpec
 
 GOOD = json.dumps({n: {"score": 4, "why": "fine"} for n in ("cohesion", "backend", "policy")})
 EVAL = ["eval", "--agent", "oracle", "--user", "agenda", "--limit", "2", "--no-progress"]
