@@ -12,7 +12,7 @@ from josh.envs.base import ConversationState, Env
 from josh.llm.base import Spent
 from josh.run.diagnostics import Diagnosis, diagnose_conversation
 from josh.run.step import agent_step, spoken, user_step
-from josh.types import ErrorCategory, Message, Task, is_success, user
+from josh.types import ErrorCategory, Message, Task, ToolCall, is_success, tool_result, user
 from josh.users.base import UserSimulator, UserTurn
 
 EndReason = Literal["user_done", "max_turns", "terminated", "agent_error", "user_error"]
@@ -52,6 +52,17 @@ class _Tally:
         self.completion_tokens += turn.completion_tokens
 
 
+def _user_calls(env: Env, state: ConversationState, calls: list[ToolCall]) -> list[Message] | str:
+    """The user's own tool calls run through the env's ``user_call`` (τ² telecom's device), as the transcript keeps
+    them: a ``user`` message holding the calls (the role says which side made them), then their results; a
+    one-line failure when the env has no user tools."""
+    run = getattr(env, "user_call", None)
+    if run is None:
+        return f"user simulator: {env.name} has no user tools, but the user called {calls[0].name}"
+    results = [tool_result(call.id, run(state, call).content) for call in calls]
+    return [Message(role="user", tool_calls=tuple(calls)), *results]
+
+
 async def run_conversation(
     env: Env, task: Task, agent: Agent, user_sim: UserSimulator, *, max_turns: int = 15, trial: int = 0
 ) -> ConversationRecord:
@@ -59,7 +70,9 @@ async def run_conversation(
 
     Failures never escape (``josh.run.step``): a failing agent ends the conversation as ``agent_error``, a failing user
     simulator as ``user_error`` with ``ErrorCategory.USER_ERROR``, and the reward is scored on the state reached so
-    far.
+    far. Calls the user makes on their own side (``UserTurn.tool_calls``) run on the state and stay in the
+    transcript, never in the agent's history. A state with an ``ended`` attribute is told the end reason before the
+    reward.
     """
     start = time.perf_counter()
     state: ConversationState = env.reset(task)
@@ -77,6 +90,13 @@ async def run_conversation(
         if answer.failure:
             error, end = answer.failure, "user_error"
             break
+        if answer.said.tool_calls:
+            made = _user_calls(env, state, answer.said.tool_calls)
+            if isinstance(made, str):
+                error, end = made, "user_error"
+                errors.append(ErrorCategory.USER_ERROR)
+                break
+            transcript.extend(made)
         if answer.said.text:
             history.append(user(answer.said.text))
             transcript.append(user(answer.said.text))
@@ -98,6 +118,8 @@ async def run_conversation(
         if state.terminated:
             end = "terminated"
             break
+    if hasattr(state, "ended"):  # environments that score how a conversation ended (τ²: cut short scores 0.0)
+        state.ended = end
     reward = env.reward(state, history)
     return ConversationRecord(
         task_id=task.id,

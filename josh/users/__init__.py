@@ -7,8 +7,9 @@ registers itself in its own module with ``register_user``: the registry imports 
 the environments' own simulators) the first time a name is looked up, so a new simulator is one file here. LLM
 users: ``goal`` (a customer with a goal text), ``guide`` (coached by the original dialogue), ``instruction`` (a
 tau-bench-style hidden instruction), with ``UserConfig`` options. Rule-based users (no LLM): ``scripted`` (replays
-``utterances`` or the task's original user turns), ``agenda`` (ToolWOZ, goal-driven; ``josh.envs.toolwoz.agenda``)
-and ``retail_scripted`` (τ-bench: opens with the task's request, confirms, stops; ``josh.envs.taubench.user``).
+``utterances`` or the task's original user turns), ``agenda`` (ToolWOZ, goal-driven; ``josh.envs.toolwoz.agenda``),
+``retail_scripted`` (τ-bench: opens with the task's request, confirms, stops; ``josh.envs.taubench.user``) and
+``tau2_scripted`` (τ² envs: the same talk, plus the task's user-side gold calls on the user's device).
 """
 
 from __future__ import annotations

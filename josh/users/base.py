@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from josh.types import Message, Task
+from josh.types import Message, Task, ToolCall
 
 
 class UserTurn(BaseModel):
     """What the simulated user says; ``done`` means the user ended the conversation; ``error`` says why a
-    simulator gave up (e.g. its LLM failed), ``None`` for a normal reply."""
+    simulator gave up (e.g. its LLM failed), ``None`` for a normal reply. ``tool_calls``: calls the user makes on
+    their own side before saying ``text`` (τ² telecom's device tools), run through the environment's ``user_call``."""
 
     text: str
     done: bool = False
+    tool_calls: list[ToolCall] = Field(default_factory=list)
     error: str | None = None
     llm_calls: int = 0
     prompt_tokens: int = 0

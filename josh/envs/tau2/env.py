@@ -48,6 +48,7 @@ class Tau2Env:
         self.user_tools: list[dict[str, Any]] = (
             list(_schemas(template.get_user_tools()).values()) if template.user_tools is not None else []
         )
+        self._user_tool_names = frozenset(tool["function"]["name"] for tool in self.user_tools)
         self.policy: str = template.get_policy()
         kinds = {name: template.tools.tool_type(name) for name in schemas}
         self.write_tools = self.goal_tools = frozenset(n for n, kind in kinds.items() if kind == ToolType.WRITE)
@@ -142,12 +143,18 @@ class Tau2Env:
         )
         return ToolResult(content=content, error=error, completed_goals=completed, terminal=terminal)
 
-    def user_call(self, state: Tau2State, call: ToolCall) -> str:
-        """Run a call of the user's device tools (telecom) as the user; returns τ²'s answer."""
+    def user_call(self, state: Tau2State, call: ToolCall) -> ToolResult:
+        """Run a call of the user's device tools (telecom) as the user (τ² requestor ``user``); an agent tool or an
+        unknown one is ``UNKNOWN_TOOL``, arguments that are not a JSON object ``MALFORMED``, τ²'s error a tool error.
+        The call is kept in ``state.calls`` (the trajectory) but not in ``state.log`` (the agent's calls)."""
+        if not isinstance(call.arguments, dict):
+            return ToolResult(f"Error: the arguments of {call.name} must be a JSON object", ErrorCategory.MALFORMED)
         tau2_call = Tau2Call(id=call.id, name=call.name, arguments=dict(call.arguments), requestor="user")
         response = state.own().get_response(tau2_call)
         state.calls.append((call.id, tau2_call, response))
-        return response.content or ""
+        category = None if call.name in self._user_tool_names else ErrorCategory.UNKNOWN_TOOL
+        error = category or (ErrorCategory.TOOL_ERROR if response.error else None)
+        return ToolResult(content=response.content or "", error=error)
 
     def _complete_goal(self, state: Tau2State, call: Any) -> tuple[int, ...]:
         """The first not-yet-completed gold write that τ²'s action check matches with ``call``, if any."""
@@ -162,9 +169,10 @@ class Tau2Env:
         return ()
 
     def score(self, state: Tau2State, messages: list[Message]) -> Any:
-        """τ²'s ``RewardInfo`` for the conversation (see ``josh.envs.tau2.trajectory``)."""
-        return evaluate(self.domain, self.tau2_task(state.task), to_trajectory(messages, state.calls))
+        """τ²'s ``RewardInfo`` for the conversation, ended as ``state.ended`` says (see ``josh.envs.tau2.trajectory``)."""
+        return evaluate(self.domain, self.tau2_task(state.task), to_trajectory(messages, state.calls), state.ended)
 
     def reward(self, state: Any, messages: list[Message]) -> float:
-        """τ²'s evaluator (``EvaluationType.ALL``, NL assertions off) on the conversation's trajectory."""
+        """τ²'s evaluator (``EvaluationType.ALL``, NL assertions off) on the conversation's trajectory: 0.0 when it was
+        cut short (``state.ended``: ``max_turns``, ``agent_error``, ``user_error``), as τ² scores such runs."""
         return float(self.score(state, messages).reward)

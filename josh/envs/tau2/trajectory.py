@@ -2,9 +2,14 @@
 
 The trajectory keeps the spoken messages of ``messages`` in order and puts, at each assistant tool call, the τ²
 ``ToolCall`` and ``ToolMessage`` the state recorded for that call id (so the evaluator's replay sees exactly what
-the environment returned). A call that never reached τ²'s environment (arguments that are not a JSON object) is
-left out; recorded calls the messages do not name are appended in execution order. The run is scored as ended by
-the user (``USER_STOP``); NL assertions are never evaluated (no task of the release counts them).
+the environment returned). The user's own calls (telecom's device, requestor ``user``), which the agent's messages
+never hold, go before the user message they were made with: before each user message come the user calls executed
+before the next assistant call. A call that never reached τ²'s environment (arguments that are not a JSON object)
+is left out; recorded calls the messages do not name are appended in execution order.
+
+How the conversation ended decides whether τ² scores it at all (``TERMINATION``): the user's stop and the agent's
+transfer are scored, a conversation cut off at ``max_turns`` or by a failing agent or user simulator gets τ²'s 0.0.
+NL assertions are never evaluated (no task of the release counts them).
 """
 
 from __future__ import annotations
@@ -20,36 +25,59 @@ from tau2.data_model.tasks import RewardType
 
 from josh.types import Message
 
+TERMINATION = {
+    "user_done": TerminationReason.USER_STOP,
+    "terminated": TerminationReason.AGENT_STOP,
+    "max_turns": TerminationReason.MAX_STEPS,
+    "agent_error": TerminationReason.AGENT_ERROR,
+    "user_error": TerminationReason.USER_ERROR,
+}
+"""josh's end reasons (``josh.run.conversation.EndReason``) as τ²'s termination reasons."""
+
 
 def to_trajectory(messages: Sequence[Message], calls: Sequence[tuple[str, Any, Any]]) -> list[Any]:
     """τ² messages for a josh conversation (see the module docstring)."""
-    pending: dict[str, deque[tuple[Any, Any]]] = defaultdict(deque)
-    for call_id, call, response in calls:
-        pending[call_id].append((call, response))
-    out: list[Any] = []
-
-    def emit(call: Any, response: Any) -> None:
-        caller = UserMessage(role="user", tool_calls=[call]) if call.requestor == "user" else None
-        out.extend([caller or AssistantMessage(role="assistant", tool_calls=[call]), response])
-
+    pending: dict[str, deque[int]] = defaultdict(deque)
+    for index, (call_id, call, _) in enumerate(calls):
+        if call.requestor != "user":
+            pending[call_id].append(index)
+    placed: list[tuple[str, Message | int]] = []  # the messages in order, an assistant call as its index in calls
     for message in messages:
         if message.role == "user" and message.content:
-            out.append(UserMessage(role="user", content=message.content))
+            placed.append(("user", message))
         elif message.role == "assistant":
             if message.content and message.content.strip():
-                out.append(AssistantMessage(role="assistant", content=message.content))
-            for call in message.tool_calls or ():
-                if pending[call.id]:
-                    emit(*pending[call.id].popleft())
-    remaining = {id(call) for queue in pending.values() for call, _ in queue}
-    for _, call, response in calls:
-        if id(call) in remaining:
-            emit(call, response)
+                placed.append(("assistant", message))
+            placed.extend(("call", pending[c.id].popleft()) for c in message.tool_calls or () if pending[c.id])
+    user_calls = deque(i for i, (_, call, _) in enumerate(calls) if call.requestor == "user")
+    emitted: set[int] = set()
+    out: list[Any] = []
+
+    def emit(index: int) -> None:
+        _, call, response = calls[index]
+        caller = UserMessage if call.requestor == "user" else AssistantMessage
+        out.extend([caller(role=call.requestor, tool_calls=[call]), response])
+        emitted.add(index)
+
+    for position, (kind, item) in enumerate(placed):
+        if isinstance(item, int):
+            emit(item)
+        elif kind == "user":
+            bound = next((i for _, i in placed[position:] if isinstance(i, int)), len(calls))
+            while user_calls and user_calls[0] < bound:
+                emit(user_calls.popleft())
+            out.append(UserMessage(role="user", content=item.content))
+        else:
+            out.append(AssistantMessage(role="assistant", content=item.content))
+    for index in range(len(calls)):
+        if index not in emitted:
+            emit(index)
     return out
 
 
-def evaluate(domain: str, tau2_task: Any, trajectory: list[Any]) -> Any:
-    """τ²'s ``evaluate_simulation(..., EvaluationType.ALL)`` on ``trajectory``: its ``RewardInfo``."""
+def evaluate(domain: str, tau2_task: Any, trajectory: list[Any], ended: str | None = None) -> Any:
+    """τ²'s ``evaluate_simulation(..., EvaluationType.ALL)`` on ``trajectory`` ended as josh's ``ended`` says (``None``:
+    by the user): its ``RewardInfo``."""
     # deferred: tau2's evaluator imports litellm (~5 s); only scoring a conversation needs it
     from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
 
@@ -60,7 +88,7 @@ def evaluate(domain: str, tau2_task: Any, trajectory: list[Any]) -> Any:
         start_time=now,
         end_time=now,
         duration=0.0,
-        termination_reason=TerminationReason.USER_STOP,
+        termination_reason=TERMINATION[ended or "user_done"],
         messages=trajectory,
     )
     return evaluate_simulation(run, without_nl_assertions(tau2_task), EvaluationType.ALL, False, domain)
