@@ -131,6 +131,15 @@ def json_line(record: BaseModel | dict[str, Any] | str) -> tuple[str, bool]:
     return json.dumps(to_storable(record), ensure_ascii=False), True
 
 
+def count_rows(path: str | Path) -> int:
+    """Non-empty lines of a JSONL file (0 when it is missing)."""
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    with path.open(encoding="utf-8") as f:
+        return sum(1 for line in f if line.strip())
+
+
 class JsonlWriter:
     """Appends one JSON object per line and flushes it to disk immediately. A record that cannot be serialised
     as it is (text with lone surrogates, nesting past the serialiser's limit) is repaired, never dropped;

@@ -14,6 +14,7 @@ from josh.loop.arms.base import ArmBase, LoopServices, Model, Round
 from josh.loop.recipe import LoopRecipe
 from josh.loop.stages import Stage, StageContext
 from josh.loop.stages.manifest import Input
+from josh.util.jsonl import count_rows
 from josh.util.layout import EXTRACT_STATS, rows_file
 
 NAME = "control-gate"
@@ -66,7 +67,7 @@ class GateControlArm(ArmBase):
         data = UngatedExtractStage(loop.ctx, r, round_.rollouts.trees)
         loop.ctx.execute(data)
         rows = [*map(ungated, round_.prior_sft), data.sft]
-        if not any(_lines(p) for p in rows):
+        if not any(count_rows(p) for p in rows):
             loop.note(NAME, r, "no ideal path gave a row even without the gate: nothing to train")
             return None
         train = loop.train_stage(
@@ -80,10 +81,3 @@ class GateControlArm(ArmBase):
         if sft is not None:
             loop.result.compare(sft[1], model[1], "gate vs no gate")
         return model
-
-
-def _lines(path: Path) -> int:
-    if not path.is_file():
-        return 0
-    with path.open(encoding="utf-8") as f:
-        return sum(1 for line in f if line.strip())

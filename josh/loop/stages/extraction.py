@@ -13,7 +13,7 @@ from josh.harvest.control import extract_random
 from josh.harvest.extract import extract, hf_token_counter
 from josh.loop.stages.base import Stage, StageContext
 from josh.loop.stages.manifest import Input
-from josh.util.jsonl import iter_jsonl
+from josh.util.jsonl import count_rows, iter_jsonl
 from josh.util.layout import EXTRACT_STATS as STATS_FILE
 from josh.util.layout import rows_file
 
@@ -61,7 +61,7 @@ class ExtractStage(Stage):
 
     def sft_rows(self) -> int:
         """Non-empty lines of ``sft.jsonl`` (0 when it is missing)."""
-        return _lines(self.sft)
+        return count_rows(self.sft)
 
     def harvest(self) -> str:
         """'no usable tree at extract.min_reward X (K of N trees rewarded)', from the extraction's statistics."""
@@ -125,7 +125,7 @@ class TreeExtractStage(Stage):
 
     def row_count(self) -> int:
         """Non-empty lines of ``tree.jsonl`` (0 when it is missing)."""
-        return _lines(self.rows)
+        return count_rows(self.rows)
 
     def run(self) -> None:
         stats = extract(self.trees, self.folder, formats=("tree",), advantages=self.ctx.recipe.advantages)
@@ -133,11 +133,3 @@ class TreeExtractStage(Stage):
             f"  {stats.tree_rows} sibling turns from {stats.tree_groups - stats.tree_zero_groups} groups "
             f"({stats.tree_zero_groups} of {stats.tree_groups} groups had equal rewards and were skipped)"
         )
-
-
-def _lines(path: Path) -> int:
-    """Non-empty lines of a JSONL file (0 when it is missing)."""
-    if not path.is_file():
-        return 0
-    with path.open(encoding="utf-8") as f:
-        return sum(1 for line in f if line.strip())
