@@ -11,8 +11,9 @@ from josh.agents.base import Agent, AgentTurn
 from josh.envs.base import ConversationState, Env
 from josh.llm.base import Spent
 from josh.run.diagnostics import Diagnosis, diagnose_conversation
-from josh.run.step import agent_step, spoken, user_step
-from josh.types import ErrorCategory, Message, Task, ToolCall, is_success, tool_result, user
+from josh.run.step import agent_step, spoken
+from josh.run.user_turn import MAX_USER_STEPS, user_turn
+from josh.types import ErrorCategory, Message, Task, is_success, user
 from josh.users.base import UserSimulator, UserTurn
 
 EndReason = Literal["user_done", "max_turns", "terminated", "agent_error", "user_error"]
@@ -34,6 +35,7 @@ class ConversationRecord(Spent):
     transcript: list[Message] = Field(default_factory=list)
     errors: list[ErrorCategory] = Field(default_factory=list)
     tool_errors: list[ErrorCategory] = Field(default_factory=list)
+    user_tool_errors: list[ErrorCategory] = Field(default_factory=list)
     calls: int = 0
     wall_s: float = 0.0
     error: str | None = None
@@ -52,54 +54,46 @@ class _Tally:
         self.completion_tokens += turn.completion_tokens
 
 
-def _user_calls(env: Env, state: ConversationState, calls: list[ToolCall]) -> list[Message] | str:
-    """The user's own tool calls run through the env's ``user_call`` (τ² telecom's device), as the transcript keeps
-    them: a ``user`` message holding the calls (the role says which side made them), then their results; a
-    one-line failure when the env has no user tools."""
-    run = getattr(env, "user_call", None)
-    if run is None:
-        return f"user simulator: {env.name} has no user tools, but the user called {calls[0].name}"
-    results = [tool_result(call.id, run(state, call).content) for call in calls]
-    return [Message(role="user", tool_calls=tuple(calls)), *results]
-
-
 async def run_conversation(
-    env: Env, task: Task, agent: Agent, user_sim: UserSimulator, *, max_turns: int = 15, trial: int = 0
+    env: Env,
+    task: Task,
+    agent: Agent,
+    user_sim: UserSimulator,
+    *,
+    max_turns: int = 15,
+    trial: int = 0,
+    max_user_steps: int = MAX_USER_STEPS,
 ) -> ConversationRecord:
     """Alternate user and agent turns until the user ends, the env terminates, or ``max_turns`` agent turns.
 
     Failures never escape (``josh.run.step``): a failing agent ends the conversation as ``agent_error``, a failing user
     simulator as ``user_error`` with ``ErrorCategory.USER_ERROR``, and the reward is scored on the state reached so
-    far. Calls the user makes on their own side (``UserTurn.tool_calls``) run on the state and stay in the
-    transcript, never in the agent's history. A state with an ``ended`` attribute is told the end reason before the
-    reward.
+    far. A user turn may take several steps (``josh.run.user_turn``): calls the user makes on their own side run on
+    the state, at most ``max_user_steps`` steps of them per turn, and stay in the transcript, never in the agent's
+    history; the categories of the user's bad calls are ``user_tool_errors``. A state with an ``ended`` attribute is
+    told the end reason before the reward.
     """
     start = time.perf_counter()
     state: ConversationState = env.reset(task)
     history: list[Message] = []
     transcript: list[Message] = []
     errors: list[ErrorCategory] = []
+    user_tool_errors: list[ErrorCategory] = []
     tally = _Tally()
     turns = 0
     error: str | None = None
     end: EndReason = "max_turns"
     while True:
-        answer = await user_step(user_sim, task, transcript)
+        answer = await user_turn(env, state, user_sim, task, transcript, max_steps=max_user_steps)
         tally.add(answer.said)
         errors.extend(answer.errors)
+        user_tool_errors.extend(answer.tool_errors)
+        transcript.extend(answer.messages)
         if answer.failure:
             error, end = answer.failure, "user_error"
             break
-        if answer.said.tool_calls:
-            made = _user_calls(env, state, answer.said.tool_calls)
-            if isinstance(made, str):
-                error, end = made, "user_error"
-                errors.append(ErrorCategory.USER_ERROR)
-                break
-            transcript.extend(made)
         if answer.said.text:
             history.append(user(answer.said.text))
-            transcript.append(user(answer.said.text))
         if answer.said.done or turns >= max_turns:
             end = "user_done" if answer.said.done else "max_turns"
             break
@@ -135,6 +129,7 @@ async def run_conversation(
         transcript=transcript,
         errors=errors,
         tool_errors=[r.error for r in state.log if r.error is not None],
+        user_tool_errors=user_tool_errors,
         calls=len(state.log),
         llm_calls=tally.llm_calls,
         prompt_tokens=tally.prompt_tokens,

@@ -10,7 +10,9 @@ One step of the search:
    leaf order). All its goals are credited at once (reward += 1/|goals| each); every other rewarded child is
    ``partial``, every other node grown since the previous root is ``pruned``, and the beam restarts from the root;
 3. unless every goal is met, the user simulator answers every live leaf concurrently; a leaf whose user is done, or
-   whose environment state terminated, has ended.
+   whose environment state terminated, has ended. A user turn may take several steps (``josh.run.user_turn``): the
+   calls the user makes on its own device (τ² telecom) run on the leaf's state and are kept on its node
+   (``Node.user_calls``), on the user's side, never in the agent's history.
 
 The search stops when every goal is met, no live leaf remains, or ``max_depth`` agent turns were taken. Failures
 never escape (``josh.run.step``): an agent or user failure kills that leaf (a ``dead`` node recording why) and the
@@ -29,7 +31,8 @@ from pydantic import BaseModel, Field
 from josh.agents.base import Agent, AgentTurn
 from josh.envs.base import ConversationState, Env
 from josh.run.diagnostics import classify, goal_tools_of
-from josh.run.step import agent_step, user_step
+from josh.run.step import agent_step
+from josh.run.user_turn import user_turn
 from josh.search.tree import Node, Tree, TreeStats, chain_messages, transcript_of
 from josh.types import Task
 from josh.users.base import UserSimulator
@@ -54,11 +57,10 @@ class _Leaf:
 class _Search:
     """The state of one task's search; ``run`` drives the steps."""
 
-    def __init__(
-        self, task: Task, agent: Agent, user_sim: UserSimulator, config: SearchConfig, goal_tools: frozenset[str] | None
-    ) -> None:
+    def __init__(self, task: Task, env: Env, agent: Agent, user_sim: UserSimulator, config: SearchConfig) -> None:
         self.task = task
-        self.goal_tools = goal_tools
+        self.env = env
+        self.goal_tools = goal_tools_of(env)
         self.agent = agent
         self.user_sim = user_sim
         self.config = config
@@ -153,7 +155,8 @@ class _Search:
         if leaf.state.terminated:
             node.ended = True
             return False
-        answer = await user_step(self.user_sim, self.task, transcript_of(self._lineage(node)))
+        answer = await user_turn(self.env, leaf.state, self.user_sim, self.task, transcript_of(self._lineage(node)))
+        node.user_calls = answer.calls
         node.user_llm_calls += answer.said.llm_calls
         node.prompt_tokens += answer.said.prompt_tokens
         node.completion_tokens += answer.said.completion_tokens
@@ -211,7 +214,7 @@ async def search(
         tree.error = f"env.reset failed: {type(exc).__name__}: {exc}"
         tree.stats = _stats(tree.nodes, time.perf_counter() - start)
         return tree
-    run = _Search(task, agent, user_sim, config, goal_tools_of(env))
+    run = _Search(task, env, agent, user_sim, config)
     await run.run(state)
     tree.nodes = run.tree_nodes
     tree.reward = len(run.credited) / tree.n_goals

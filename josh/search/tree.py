@@ -1,8 +1,9 @@
 """The records a JOSH search produces: one node per agent turn, one tree (a ``trees.jsonl`` line) per task.
 
-A node holds only its own turn: the agent's messages of that turn and the user's reply to it. A conversation is
-rebuilt by walking parent ids back to the root (``path_messages``), so memory grows with the turn, never with the
-conversation. The root node has no agent turn; its ``user`` is the user's opening utterance.
+A node holds only its own turn: the agent's messages of that turn and the user's reply to it (with the calls the
+user made on its own device before replying, ``user_calls``: the user's side, never the agent's history). A
+conversation is rebuilt by walking parent ids back to the root (``path_messages``), so memory grows with the turn,
+never with the conversation. The root node has no agent turn; its ``user`` is the user's opening utterance.
 
 Flags (a node can carry several):
 
@@ -38,6 +39,7 @@ class Node(BaseModel):
     messages: list[Message] = Field(default_factory=list)
     reply: str | None = None
     user: str | None = None
+    user_calls: list[Message] = Field(default_factory=list)
     user_done: bool = False
     goals: list[int] = Field(default_factory=list)
     ideal: bool = False
@@ -142,11 +144,13 @@ def chain_messages(chain: list[Node], *, user_reply: bool = True) -> list[Messag
 
 
 def transcript_of(tree_nodes: list[Node]) -> list[Message]:
-    """What the user simulator sees along a chain of nodes: user utterances and the agent's spoken replies."""
+    """What the user simulator sees along a chain of nodes: the agent's spoken replies, the user's own calls with
+    their results, and its utterances."""
     out: list[Message] = []
     for n in tree_nodes:
         if n.reply is not None:
             out.append(Message(role="assistant", content=n.reply))
+        out.extend(n.user_calls)
         if n.user is not None:
             out.append(user(n.user))
     return out

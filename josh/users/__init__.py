@@ -1,6 +1,6 @@
 """User simulators and the ``make_user`` factory.
 
-    make_user(kind, llm=None, **options) -> UserSimulator
+    make_user(kind, llm=None, *, user_tools=None, **options) -> UserSimulator
 
 ``USERS`` holds one entry per simulator (builder, options model, needs an LLM, environments). Each simulator
 registers itself in its own module with ``register_user``: the registry imports every module of this package (and
@@ -9,7 +9,9 @@ users: ``goal`` (a customer with a goal text), ``guide`` (coached by the origina
 tau-bench-style hidden instruction), with ``UserConfig`` options. Rule-based users (no LLM): ``scripted`` (replays
 ``utterances`` or the task's original user turns), ``agenda`` (ToolWOZ, goal-driven; ``josh.envs.toolwoz.agenda``),
 ``retail_scripted`` (τ-bench: opens with the task's request, confirms, stops; ``josh.envs.taubench.user``) and
-``tau2_scripted`` (τ² envs: the same talk, plus the task's user-side gold calls on the user's device).
+``tau2_scripted`` (τ² envs: the same talk, plus the task's user-side gold calls on the user's device). The LLM users
+``goal`` and ``instruction`` are ``ToolUser``s: given an environment's ``user_tools`` (τ² telecom's device) they call
+them through the backend's function calling.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from josh.llm.base import LLM
 from josh.registry import Registry
-from josh.users.base import UserSimulator, UserTurn
+from josh.users.base import ToolUser, UserSimulator, UserTurn
 
 USERS = Registry(
     "user simulator",
@@ -41,9 +43,13 @@ def user_kinds() -> list[str]:
     return USERS.names()
 
 
-def make_user(kind: str, llm: LLM | None = None, **options: Any) -> UserSimulator:
-    """Build the user simulator ``kind``; unknown kinds and options raise ``ValueError``."""
-    return USERS.build(kind, llm, options=options)
+def make_user(
+    kind: str, llm: LLM | None = None, *, user_tools: list[dict[str, Any]] | None = None, **options: Any
+) -> UserSimulator:
+    """Build the user simulator ``kind``; unknown kinds and options raise ``ValueError``. ``user_tools``: the
+    environment's tools of the user's own device, given to a simulator that can call them (a ``ToolUser``)."""
+    built = USERS.build(kind, llm, options=options)
+    return built.with_tools(user_tools) if user_tools and isinstance(built, ToolUser) else built
 
 
-__all__ = ["USERS", "UserSimulator", "UserTurn", "make_user", "register_user", "user_kinds"]
+__all__ = ["USERS", "ToolUser", "UserSimulator", "UserTurn", "make_user", "register_user", "user_kinds"]
