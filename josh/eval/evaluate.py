@@ -83,6 +83,7 @@ async def evaluate(
             wall_s = round(earlier_s + time.perf_counter() - start, 3)
             summary = summarize(records, cost=cost() if cost else 0.0, wall_s=wall_s)
             summary.run = run
+            summary.reward_notes = dict(getattr(env, "reward_notes", {}))
             write_atomic(out / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
     return summary
 

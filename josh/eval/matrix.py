@@ -23,12 +23,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from josh.agents import AGENTS, make_agent
-from josh.envs import build_env
+from josh.envs import ENVIRONMENTS, build_env
 from josh.eval.evaluate import evaluate, load_results
 from josh.eval.metrics import Interval, PairedDifference, Summary, paired_difference
 from josh.eval.summary import fmt_interval
 from josh.llm.base import LLM, aclose_all
 from josh.run.components import LLMKey, build_llms, check_llms
+from josh.run.env_judge import attach_judge, env_judge
 from josh.users import USERS, make_user
 from josh.util.atomic import write_atomic
 from josh.util.layout import MATRIX_CONFIG as CONFIG_FILE
@@ -70,6 +71,7 @@ class MatrixConfig(BaseModel):
     env: str = "toolwoz"
     data: str = "mini"
     split: str = "test"
+    env_options: dict[str, Any] = Field(default_factory=dict)
     agents: list[str] = Field(min_length=1)
     users: list[str] = Field(min_length=1)
     backend: str = "hf"
@@ -138,6 +140,7 @@ class _Parts:
     before anything loads), one LLM per backend and model."""
 
     def __init__(self, config: MatrixConfig, agents: list[Spec], users: list[Spec]) -> None:
+        ENVIRONMENTS.check(config.env, options=config.env_options)
         for spec in agents:
             AGENTS.check(spec.kind, env=config.env, options={})
         for spec in users:
@@ -151,10 +154,15 @@ class _Parts:
         for key in user_keys.values():
             if key is not None:
                 wanted.setdefault(key, {})
+        judge = env_judge(config.env_options, (config.backend, config.model, None), config.llm_options)
+        if judge is not None:
+            wanted.setdefault(*judge)
         configs = check_llms(wanted)
-        self.env = build_env(config.env, config.data)
+        self.env = build_env(config.env, config.data, config.env_options)
         self.tasks = self.env.tasks(config.split)[: config.limit]
         self.llms: dict[LLMKey, LLM] = build_llms(configs)
+        if judge is not None:
+            attach_judge(self.env, self.llms[judge[0]])
         self.agents = {s.text: make_agent(s.kind, self.env, self._llm(agent_keys[s.text])) for s in agents}
         self.users = {s.text: make_user(s.kind, self._llm(user_keys[s.text])) for s in users}
 

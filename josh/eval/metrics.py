@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from josh.run.conversation import ConversationRecord
 from josh.run.diagnostics import DiagnosticsSummary, summarize_diagnoses
@@ -24,7 +24,8 @@ class Interval(BaseModel):
 
 
 class Summary(BaseModel):
-    """What ``summary.json`` holds for one evaluation run."""
+    """What ``summary.json`` holds for one evaluation run; ``reward_notes``: how the environment scored the final
+    reward, as it says (τ²: whether NL assertions were judged)."""
 
     conversations: int
     tasks: int
@@ -43,6 +44,7 @@ class Summary(BaseModel):
     wall_s: float
     run: RunInfo | None = None
     diagnostics: DiagnosticsSummary | None = None
+    reward_notes: dict[str, str] = Field(default_factory=dict)
 
 
 def pass_hat_k(trials: Sequence[Sequence[float]], k: int) -> float:

@@ -33,6 +33,7 @@ def summary_rows(summary: Summary) -> list[tuple[str, str]]:
     ]
     if summary.end_reasons:
         rows.append(("endings", ", ".join(f"{k} {v}" for k, v in sorted(summary.end_reasons.items()))))
+    rows += list(summary.reward_notes.items())
     return rows
 
 

@@ -21,6 +21,7 @@ from josh.llm.base import LLM, Sampling, run_session
 from josh.llm.config import LLMConfig
 from josh.llm.factory import build_llm, check_buildable, llm_config
 from josh.llm.health import check_connections
+from josh.run.env_judge import attach_judge, env_judge
 from josh.run.info import RunInfo, run_info
 from josh.run.spec import RunSpec
 from josh.types import Task
@@ -41,7 +42,7 @@ class ComponentOptions(RunSpec):
         """The provenance record of a run built from these options (``extra``: e.g. ``recipe``)."""
         needs_agent_llm, needs_user_llm = AGENTS.get(self.agent).needs_model, USERS.get(self.user).needs_model
         return run_info(
-            env=self.env, data=self.data, split=self.split, agent=self.agent,
+            env=self.env, data=self.data, env_options=self.env_options or None, split=self.split, agent=self.agent,
             backend=self.backend if needs_agent_llm else None,
             model=self.model if needs_agent_llm else None, user=self.user,
             user_backend=(self.user_backend or self.backend) if needs_user_llm else None,
@@ -79,7 +80,7 @@ LLMKey = tuple[str, str | None, str | None]
 def check_names(options: ComponentOptions) -> None:
     """Raise ``ValueError`` for an unknown environment, agent or user, an agent or user that does not run on the
     environment, or an option it does not take (before anything is loaded)."""
-    ENVIRONMENTS.get(options.env)
+    ENVIRONMENTS.check(options.env, options=options.env_options)
     AGENTS.check(options.agent, env=options.env, options=options.agent_options)
     USERS.check(options.user, env=options.env, options=options.user_options)
 
@@ -116,6 +117,11 @@ def build_llms(configs: dict[LLMKey, LLMConfig]) -> dict[LLMKey, LLM]:
     return {key: build_llm(config) for key, config in configs.items()}
 
 
+def run_judge(options: ComponentOptions) -> tuple[LLMKey, dict[str, Any]] | None:
+    """The LLM judge the run's environment options name, and its settings (``josh.run.env_judge``)."""
+    return env_judge(options.env_options, (options.backend, options.model, options.base_url), options.llm_options)
+
+
 def preflight(options: ComponentOptions, *, check_connection: bool = True) -> dict[LLMKey, LLMConfig]:
     """Check every name and backend setting (``ValueError``) and that HTTP backends answer (``LLMError``), without
     loading a model; returns the LLM configs the run needs, keyed by (backend, model, base URL)."""
@@ -126,6 +132,9 @@ def preflight(options: ComponentOptions, *, check_connection: bool = True) -> di
         wanted[agent_key] = options.llm_options
     if user_key is not None:
         wanted.setdefault(user_key, {})
+    judge = run_judge(options)
+    if judge is not None:
+        wanted.setdefault(*judge)
     return check_llms(wanted, check_connection=check_connection)
 
 
@@ -134,9 +143,12 @@ def build_components(options: ComponentOptions, *, check_connection: bool = True
     backend stops the run before any model loads)."""
     configs = preflight(options, check_connection=check_connection)
     agent_key, user_key = _llm_keys(options)
-    env = build_env(options.env, options.data)
+    env = build_env(options.env, options.data, options.env_options)
     tasks = env.tasks(options.split)[: options.limit]
     llms = build_llms(configs)
+    judge = run_judge(options)
+    if judge is not None:
+        attach_judge(env, llms[judge[0]])
     agent_llm = llms[agent_key] if agent_key else None
     user_llm = llms[user_key] if user_key else None
     agent_opts = dict(options.agent_options)
@@ -146,5 +158,5 @@ def build_components(options: ComponentOptions, *, check_connection: bool = True
     if options.user_sampling and user_llm:
         user_opts["sampling"] = options.user_sampling
     agent = make_agent(options.agent, env, agent_llm, **agent_opts)
-    user_sim = make_user(options.user, user_llm, **user_opts)
+    user_sim = make_user(options.user, user_llm, user_tools=getattr(env, "user_tools", None), **user_opts)
     return Components(env=env, tasks=tasks, agent=agent, user=user_sim, llms=list(llms.values()))

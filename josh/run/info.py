@@ -23,7 +23,8 @@ SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 class RunInfo(BaseModel):
     """The provenance of one run; ``adapter`` is set when the model is a trained adapter (``model`` is its base);
-    ``judge`` (``BACKEND:MODEL``) and ``judge_prompt_version`` when an LLM judge scored the run's replies."""
+    ``judge`` (``BACKEND:MODEL``) and ``judge_prompt_version`` when an LLM judge scored the run's replies;
+    ``env_options`` when the environment took options (``--env-option``)."""
 
     josh_version: str
     git_commit: str | None = None
@@ -31,6 +32,7 @@ class RunInfo(BaseModel):
     started: str
     env: str | None = None
     data: str | None = None
+    env_options: dict[str, Any] | None = None
     split: str | None = None
     agent: str | None = None
     backend: str | None = None

@@ -16,10 +16,11 @@ class _Part(BaseModel):
 
 
 class EnvSpec(_Part):
-    """The environment and its data."""
+    """The environment, its data and its options."""
 
     env: str = Field("toolwoz", description="environment")
     data: str = Field("mini", description="data source: 'mini' or a folder (see `josh data`)")
+    env_options: dict[str, Any] = Field(default_factory=dict, description="environment option")
 
 
 class AgentSpec(_Part):

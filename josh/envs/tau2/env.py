@@ -3,9 +3,10 @@ package, every tool call executed by τ²'s own environment, τ²'s evaluator as
 
 Rewards. ``reward`` is ``evaluate_simulation(..., EvaluationType.ALL)`` on the conversation's trajectory
 (``josh.envs.tau2.trajectory``): DB hash, env assertions, actions and communicate checks as the task's reward basis
-says. The per-turn partial reward the search uses is ``state.goal_reward``: the share of the task's gold *write*
-calls (τ² tool type ``WRITE``, requestor assistant) that the agent has made, matched as τ²'s action check does;
-a task without gold writes gives 0.0, so doing nothing never earns partial credit.
+says; NL assertions too with a judge (``judge``, ``josh.envs.tau2.assertions``). The per-turn partial reward the
+search uses is ``state.goal_reward``: the share of the task's gold *write* calls (τ² tool type ``WRITE``, requestor
+assistant) that the agent has made, matched as τ²'s action check does; a task without gold writes gives 0.0, so
+doing nothing never earns partial credit.
 
 Bad calls are categorised like retail's (unknown tool, unknown or missing argument; a τ² error is a tool error)
 and still reach τ²'s environment, which answers them without changing anything, so the trajectory stays τ²'s.
@@ -21,6 +22,7 @@ from typing import Any
 from tau2.data_model.message import ToolCall as Tau2Call
 from tau2.environment.toolkit import ToolType
 
+from josh.envs.tau2.assertions import JudgeCall
 from josh.envs.tau2.package import Tau2Error, check_domain, require_tau2
 from josh.envs.tau2.state import Tau2State
 from josh.envs.tau2.tasks import SPLITS, env_name, load_tau2_tasks, to_task
@@ -38,9 +40,11 @@ def _schemas(tools: Iterable[Any]) -> dict[str, dict[str, Any]]:
 class Tau2Env:
     """One τ² domain (see the module docstring); ``data`` is not used: the data is the installed package's."""
 
-    def __init__(self, domain: str) -> None:
+    def __init__(self, domain: str, judge: str | None = None) -> None:
         require_tau2()
         self.domain = check_domain(domain)
+        self.judge = judge  # BACKEND:MODEL of the NL-assertion judge (--env-option judge=...); None: NL assertions off
+        self.judge_call: JudgeCall | None = None  # attached by the run that builds the judge (josh.run.env_judge)
         self.name = env_name(domain)
         self._template = template = import_module(f"tau2.domains.{domain}.environment").get_environment()
         schemas = _schemas(template.get_tools())
@@ -127,9 +131,8 @@ class Tau2Env:
             return ToolResult(content=content, error=error)
         category = self.category(call)
         writes = category is None and call.name in self.write_tools
-        environment = state.own() if writes else state.environment
         tau2_call = Tau2Call(id=call.id, name=call.name, arguments=dict(call.arguments), requestor="assistant")
-        response = environment.get_response(tau2_call)
+        response = state.respond(tau2_call, changes=writes)
         state.calls.append((call.id, tau2_call, response))
         error = category or (ErrorCategory.TOOL_ERROR if response.error else None)
         completed = self._complete_goal(state, tau2_call) if writes else ()
@@ -150,7 +153,7 @@ class Tau2Env:
         if not isinstance(call.arguments, dict):
             return ToolResult(f"Error: the arguments of {call.name} must be a JSON object", ErrorCategory.MALFORMED)
         tau2_call = Tau2Call(id=call.id, name=call.name, arguments=dict(call.arguments), requestor="user")
-        response = state.own().get_response(tau2_call)
+        response = state.respond(tau2_call, changes=True)
         state.calls.append((call.id, tau2_call, response))
         category = None if call.name in self._user_tool_names else ErrorCategory.UNKNOWN_TOOL
         error = category or (ErrorCategory.TOOL_ERROR if response.error else None)
@@ -170,9 +173,18 @@ class Tau2Env:
 
     def score(self, state: Tau2State, messages: list[Message]) -> Any:
         """τ²'s ``RewardInfo`` for the conversation, ended as ``state.ended`` says (see ``josh.envs.tau2.trajectory``)."""
-        return evaluate(self.domain, self.tau2_task(state.task), to_trajectory(messages, state.calls), state.ended)
+        if self.judge is not None and self.judge_call is None:
+            raise Tau2Error(f"{self.name}: the NL-assertion judge {self.judge} was named but never attached")
+        trajectory = to_trajectory(messages, state.calls)
+        return evaluate(self.domain, self.tau2_task(state.task), trajectory, state.ended, self.judge_call)
+
+    @property
+    def reward_notes(self) -> dict[str, str]:
+        """How the final reward was scored, for the evaluation summary."""
+        return {"τ² NL assertions": f"judged by {self.judge}" if self.judge else "off"}
 
     def reward(self, state: Any, messages: list[Message]) -> float:
-        """τ²'s evaluator (``EvaluationType.ALL``, NL assertions off) on the conversation's trajectory: 0.0 when it was
-        cut short (``state.ended``: ``max_turns``, ``agent_error``, ``user_error``), as τ² scores such runs."""
+        """τ²'s evaluator (``EvaluationType.ALL``; NL assertions only with a judge) on the conversation's trajectory:
+        0.0 when it was cut short (``state.ended``: ``max_turns``, ``agent_error``, ``user_error``), as τ² scores such
+        runs."""
         return float(self.score(state, messages).reward)

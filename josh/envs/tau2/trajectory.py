@@ -3,13 +3,15 @@
 The trajectory keeps the spoken messages of ``messages`` in order and puts, at each assistant tool call, the τ²
 ``ToolCall`` and ``ToolMessage`` the state recorded for that call id (so the evaluator's replay sees exactly what
 the environment returned). The user's own calls (telecom's device, requestor ``user``), which the agent's messages
-never hold, go before the user message they were made with: before each user message come the user calls executed
-before the next assistant call. A call that never reached τ²'s environment (arguments that are not a JSON object)
-is left out; recorded calls the messages do not name are appended in execution order.
+never hold, go before the user message they were made with: the user calls executed before the next assistant call
+go before the last user message ahead of that call (a user turn's device calls come right before its words). A call
+that never reached τ²'s environment (arguments that are not a JSON object) is left out; recorded calls the messages
+do not name are appended in execution order.
 
 How the conversation ended decides whether τ² scores it at all (``TERMINATION``): the user's stop and the agent's
 transfer are scored, a conversation cut off at ``max_turns`` or by a failing agent or user simulator gets τ²'s 0.0.
-NL assertions are never evaluated (no task of the release counts them).
+NL assertions are evaluated only with a judge, on tasks whose reward basis counts them (``josh.envs.tau2.assertions``;
+no task of the release does); without one they are left out of the basis.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tau2.data_model.message import AssistantMessage, UserMessage
 from tau2.data_model.simulation import SimulationRun, TerminationReason
 from tau2.data_model.tasks import RewardType
 
+from josh.envs.tau2.assertions import JudgeCall, counts_nl_assertions, evaluate_judged
 from josh.types import Message
 
 TERMINATION = {
@@ -63,9 +66,12 @@ def to_trajectory(messages: Sequence[Message], calls: Sequence[tuple[str, Any, A
         if isinstance(item, int):
             emit(item)
         elif kind == "user":
-            bound = next((i for _, i in placed[position:] if isinstance(i, int)), len(calls))
-            while user_calls and user_calls[0] < bound:
-                emit(user_calls.popleft())
+            rest = placed[position + 1 :]
+            stop = next((k for k, (_, i) in enumerate(rest) if isinstance(i, int)), len(rest))
+            if not any(later == "user" for later, _ in rest[:stop]):
+                bound = rest[stop][1] if stop < len(rest) else len(calls)
+                while user_calls and user_calls[0] < bound:
+                    emit(user_calls.popleft())
             out.append(UserMessage(role="user", content=item.content))
         else:
             out.append(AssistantMessage(role="assistant", content=item.content))
@@ -75,9 +81,11 @@ def to_trajectory(messages: Sequence[Message], calls: Sequence[tuple[str, Any, A
     return out
 
 
-def evaluate(domain: str, tau2_task: Any, trajectory: list[Any], ended: str | None = None) -> Any:
+def evaluate(
+    domain: str, tau2_task: Any, trajectory: list[Any], ended: str | None = None, judge: JudgeCall | None = None
+) -> Any:
     """τ²'s ``evaluate_simulation(..., EvaluationType.ALL)`` on ``trajectory`` ended as josh's ``ended`` says (``None``:
-    by the user): its ``RewardInfo``."""
+    by the user): its ``RewardInfo``; with ``judge``, ``ALL_WITH_NL_ASSERTIONS`` on a task that counts them."""
     # deferred: tau2's evaluator imports litellm (~5 s); only scoring a conversation needs it
     from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
 
@@ -91,6 +99,8 @@ def evaluate(domain: str, tau2_task: Any, trajectory: list[Any], ended: str | No
         termination_reason=TERMINATION[ended or "user_done"],
         messages=trajectory,
     )
+    if judge is not None and counts_nl_assertions(tau2_task):
+        return evaluate_judged(run, tau2_task, domain, judge)
     return evaluate_simulation(run, without_nl_assertions(tau2_task), EvaluationType.ALL, False, domain)
 
 

@@ -92,7 +92,7 @@ class StageContext:
     def setup_settings(self) -> dict[str, Any]:
         """The run spec as the stages that use it record it (the model is their input, not a setting)."""
         config = self.recipe.setup.model_dump(mode="json", exclude={"model"})
-        for key in ("llm_options", "user_options"):  # absent before they existed: older runs keep resuming
+        for key in ("llm_options", "user_options", "env_options"):  # absent before they existed: older runs resume
             if not config[key]:
                 del config[key]
         return config

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from josh.agents.replay import ReplayAgent
 from josh.envs.tau2.trajectory import TERMINATION, to_trajectory
 from josh.run.conversation import run_conversation
-from josh.users.tau2 import DID, Tau2ScriptedUser
+from josh.types import assistant, user
+from josh.users.tau2 import DID, Tau2ScriptedUser, user_calls
 from tests.envs.tau2.helpers import gold_closing, gold_script, run_josh
 
 ARGS = ["eval", "--env", "tau2-telecom", "--split", "base", "--agent", "replay"]
@@ -66,6 +67,20 @@ def test_trajectory_keeps_the_execution_order_of_both_sides(tau2_envs, monkeypat
     first_call = next(i for i, m in enumerate(trajectory) if m.role == "user" and m.tool_calls)
     said = next(i for i, m in enumerate(trajectory) if m.role == "user" and m.content == DID)
     assert first_call < said
+
+
+def test_user_calls_go_before_the_words_of_their_own_turn_when_the_agent_made_no_call(tau2_envs) -> None:
+    env = tau2_envs("telecom")
+    task = next(t for t in env.tasks("base") if t.details["user_actions"])
+    state = env.reset(task)
+    (call,) = [c for c in user_calls(task)][:1]
+    env.user_call(state, call)
+    messages = [user("my phone has no signal"), assistant("Please try that on your phone."), user(DID)]
+    roles = [(m.role, bool(getattr(m, "tool_calls", None)), m.content) for m in to_trajectory(messages, state.calls)]
+    assert roles[0] == ("user", False, "my phone has no signal")
+    assert roles[1] == ("assistant", False, "Please try that on your phone.")
+    assert roles[2][:2] == ("user", True) and roles[3][0] == "tool"
+    assert roles[4] == ("user", False, DID)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,64 @@
+"""The LLM judge an environment option names (``--env-option judge=BACKEND:MODEL``: τ²'s NL-assertion judge): its
+key among the run's LLMs, checked with them before anything loads, and handed to the built environment as a
+blocking call.
+
+A judge naming the run's own ``--backend`` and ``--model`` shares that LLM with its ``--base-url`` and
+``--llm-option`` settings (so ``--backend openai --base-url ... --env-option judge=openai:MODEL`` judges on a local
+server, and a scripted judge takes the run's canned replies); any other judge is built with its backend's defaults.
+
+An environment computes its reward synchronously, inside the conversation's event loop, where the judge cannot be
+awaited: ``blocking_chat`` runs each request to its end on a worker thread with an event loop of its own (the
+conversation waits for it; backends bind their connections to the loop they run in). The judge answers greedily.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from josh.llm.base import LLM, LLMError, Sampling
+from josh.types import Message
+
+JUDGE_OPTION = "judge"
+MAX_JUDGE_TOKENS = 1024
+
+LLMKey = tuple[str, str | None, str | None]
+
+
+def env_judge(
+    env_options: Mapping[str, Any], own: LLMKey, settings: Mapping[str, Any]
+) -> tuple[LLMKey, dict[str, Any]] | None:
+    """(backend, model, base URL) of the judge ``env_options`` names, and its backend settings (``own``, ``settings``:
+    the run's own backend, model and endpoint, and its settings); None without a judge."""
+    name = env_options.get(JUDGE_OPTION)
+    if not name:
+        return None
+    backend, _, model = str(name).partition(":")
+    if (backend, model) == own[:2]:
+        return own, dict(settings)
+    return (backend, model, None), {}
+
+
+def blocking_chat(llm: LLM) -> Callable[[list[Message]], str]:
+    """A synchronous greedy call of ``llm`` (see the module docstring); a failed request raises ``RuntimeError``."""
+    sampling = Sampling(temperature=0.0, max_new_tokens=MAX_JUDGE_TOKENS)
+
+    def ask(messages: list[Message]) -> str:
+        async def one() -> str:
+            [completion] = await llm.chat(messages, sampling=sampling)
+            return completion.text
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="env-judge") as pool:
+            try:
+                return pool.submit(asyncio.run, one()).result()
+            except LLMError as exc:
+                raise RuntimeError(f"judge request failed: {exc}") from exc
+
+    return ask
+
+
+def attach_judge(env: Any, llm: LLM) -> None:
+    """Give ``env`` (an environment built with a ``judge`` option) its judge."""
+    env.judge_call = blocking_chat(llm)

@@ -1,0 +1,52 @@
+"""The judge an environment option names: its LLM key (shared with the run's own backend and model, settings and
+endpoint included), and the blocking call an environment makes from inside a running conversation's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from josh.llm.base import LLMError
+from josh.llm.scripted import ScriptedLLM
+from josh.run.components import ComponentOptions, run_judge
+from josh.run.env_judge import blocking_chat
+from josh.types import user
+
+
+def test_a_judge_naming_the_runs_backend_and_model_shares_its_endpoint_and_settings() -> None:
+    spec = ComponentOptions(
+        backend="openai", model="m", base_url="http://127.0.0.1:8000/v1", llm_options={"timeout_s": 5},
+        env_options={"judge": "openai:m"},
+    )  # fmt: skip
+    assert run_judge(spec) == (("openai", "m", "http://127.0.0.1:8000/v1"), {"timeout_s": 5})
+    other = spec.model_copy(update={"env_options": {"judge": "hf:smollm2"}})
+    assert run_judge(other) == (("hf", "smollm2", None), {})
+    assert run_judge(ComponentOptions()) is None
+
+
+def test_the_blocking_call_answers_inside_a_running_event_loop() -> None:
+    ask = blocking_chat(ScriptedLLM(lambda messages, tools, index: f"seen {messages[-1].content}"))
+
+    async def conversation() -> str:  # an env's reward runs synchronously inside the conversation's loop
+        return ask([user("hello")])
+
+    assert asyncio.run(conversation()) == "seen hello"
+
+
+def test_a_failed_judge_request_is_a_runtime_error() -> None:
+    def down(messages, tools, index):
+        raise LLMError("server down")
+
+    with pytest.raises(RuntimeError, match="judge request failed: server down"):
+        blocking_chat(ScriptedLLM(down))([user("hello")])
+
+
+def test_a_loop_recipe_sets_env_options_in_its_setup_and_they_are_checked(tmp_path) -> None:
+    from josh.loop.recipe import LoopRecipe
+    from josh.run.components import check_names
+
+    setup = {"env": "tau2-retail", "agent": "replay", "user": "retail_scripted", "env_options": {"judge": "gpt4"}}
+    recipe = LoopRecipe.model_validate({"name": "r", "output_dir": str(tmp_path), "setup": setup, "sft": {}})
+    with pytest.raises(ValueError, match=r"bad option judge='gpt4' for the tau2-retail environment \(--env-option\)"):
+        check_names(ComponentOptions(**recipe.setup.model_dump()))
