@@ -14,7 +14,7 @@ from josh.util.errors import reported, reports_errors
 from josh.util.layout import EVAL_LOG, RESULTS
 
 
-def judge_spec(judge: str | None, options: list[str] | None) -> Any:
+def judge_spec(judge: str | None, options: list[str] | None, *, grammar: bool = True) -> Any:
     """The ``--judge`` of ``josh eval``, checked before the evaluation starts (None without one)."""
     if judge is None:
         if options:
@@ -24,7 +24,8 @@ def judge_spec(judge: str | None, options: list[str] | None) -> Any:
     from josh.run.spec import JudgeSpec  # deferred: keeps josh --help light
 
     backend, model = parse_judge(judge)
-    spec = JudgeSpec(backend=backend, model=model, llm_options=key_values(options, "--judge-option", "dtype=bfloat16"))
+    settings = key_values(options, "--judge-option", "dtype=bfloat16")
+    spec = JudgeSpec(backend=backend, model=model, llm_options=settings, grammar=grammar)
     check_judge(spec)
     return spec
 

@@ -10,8 +10,9 @@ Per-turn rows follow the turn itself: a failed turn is never a KTO desirable com
 with ``route: kto`` it becomes a KTO undesirable completion.
 
 A judge failure (a request error, an answer without usable scores) keeps the turn and is counted; a rerun asks
-again. Verdicts are appended to ``judge_gate.jsonl`` in the output folder as they arrive, keyed by the judge and by
-the reply with its context, so a rerun (or a killed run resumed) judges only what it has not judged yet.
+again. Verdicts are appended to ``judge_gate.jsonl`` in the output folder as they arrive, keyed by the judge, its
+prompt version and the reply with its context, so a rerun (or a killed run resumed) judges only what it has not
+judged yet, and a changed judge prompt judges everything afresh.
 
 The scoring itself (the rubric prompt and the reading of the answer) lives in the evaluation layer, which harvest
 may not import: callers pass it in as a ``ReplyJudge`` (``josh.eval.judge.reply.reply_judge``).
@@ -22,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -60,7 +61,12 @@ class Judged(Protocol):
     error: str | None
 
 
-ReplyJudge = Callable[[LLM, list[Message], Message], Awaitable[Judged]]
+class ReplyJudge(Protocol):
+    """Scores one reply after its context with an LLM; ``prompt_version`` names the prompt it asks under."""
+
+    prompt_version: str
+
+    def __call__(self, llm: LLM, context: list[Message], reply: Message, /) -> Awaitable[Judged]: ...
 
 
 class GateVerdict(BaseModel):
@@ -68,6 +74,7 @@ class GateVerdict(BaseModel):
 
     key: str
     judge: str
+    prompt_version: str | None = None
     task_id: str
     node: int
     message: int
@@ -151,7 +158,10 @@ async def _judge_all(
     replies: list[Reply], gate: JudgeGate, judge: ReplyJudge, llm: LLM, out: Path
 ) -> list[GateVerdict]:
     async def one(r: Reply) -> GateVerdict:
-        verdict = GateVerdict(key=r.key, judge=gate.name, task_id=r.task_id, node=r.node, message=r.message)
+        verdict = GateVerdict(
+            key=r.key, judge=gate.name, prompt_version=judge.prompt_version, task_id=r.task_id, node=r.node,
+            message=r.message,
+        )  # fmt: skip
         try:
             judged = await judge(llm, r.context, r.reply)
         except (LLMError, ValueError) as exc:
@@ -180,9 +190,12 @@ def run_gate(
     replies: list[Reply], gate: JudgeGate, judge: ReplyJudge, out_dir: Path, stats: GateStats, *, llm: LLM | None = None
 ) -> set[str]:
     """The keys of the replies that fail the gate. Replies the cache in ``out_dir`` holds a verdict of this judge
-    for are not judged again; new verdicts are appended to it."""
+    under this prompt version for are not judged again; new verdicts are appended to it."""
     out = out_dir / JUDGE_GATE
-    cached = {v.key: v for v in load_verdicts(out) if v.judge == gate.name and v.error is None}
+    version = judge.prompt_version
+    cached = {
+        v.key: v for v in load_verdicts(out) if v.judge == gate.name and v.prompt_version == version and v.error is None
+    }
     todo = list({r.key: r for r in replies if r.key not in cached}.values())
     stats.judge, stats.replies = gate.name, len(replies)
     stats.cached = sum(1 for r in replies if r.key in cached)

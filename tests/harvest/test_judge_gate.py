@@ -5,6 +5,7 @@ keep their turn; the verdict cache makes a rerun judge nothing again."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,15 @@ def test_a_gate_without_a_judge_is_an_error(trees: Path, tmp_path: Path) -> None
     config = ExtractConfig(judge=JudgeGate(backend="scripted", model=None))
     with pytest.raises(ValueError, match="no reply judge"):
         extract(trees, tmp_path / "out", config)
+
+
+def test_a_changed_judge_prompt_judges_every_reply_again(trees: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run(trees, out, judge_llm({}))
+    versions = {json.loads(line)["prompt_version"] for line in (out / JUDGE_GATE).read_text().splitlines()}
+    assert versions == {JUDGE.prompt_version}
+    fresh = judge_llm({"reply 1.0": answer(1)})
+    config = ExtractConfig(judge=JudgeGate(backend="scripted", model=None))
+    stats = extract(trees, out, config, judge=replace(JUDGE, prompt_version="josh-judge-2"), judge_llm=fresh)
+    assert len(fresh.requests) == 3  # the same judge under another prompt reuses none of the cached verdicts
+    assert stats.gate is not None and (stats.gate.cached, stats.gate.judged, stats.gate.removed) == (0, 3, 1)

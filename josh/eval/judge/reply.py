@@ -6,7 +6,7 @@ with ``error`` set, never an exception."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from josh.envs import build_env
@@ -25,13 +25,22 @@ async def judge_reply(
     return await judge_turn(llm, context, reply, policy, grammar, out)
 
 
-def reply_judge(policy: str | None, grammar: bool) -> Callable[[LLM, list[Message], Message], Awaitable[TurnJudgement]]:
+@dataclass(frozen=True)
+class BoundJudge:
+    """``judge_reply`` against ``policy`` (``None``: the policy dimension is not judged), as the gate's
+    ``ReplyJudge``."""
+
+    policy: str | None
+    grammar: bool
+    prompt_version: str = PROMPT_VERSION
+
+    async def __call__(self, llm: LLM, context: list[Message], reply: Message) -> TurnJudgement:
+        return await judge_reply(llm, context, reply, self.policy, self.grammar)
+
+
+def reply_judge(policy: str | None, grammar: bool) -> BoundJudge:
     """``judge_reply`` against ``policy`` (``None``: the policy dimension is not judged)."""
-
-    async def judge(llm: LLM, context: list[Message], reply: Message) -> TurnJudgement:
-        return await judge_reply(llm, context, reply, policy, grammar)
-
-    return judge
+    return BoundJudge(policy, grammar)
 
 
 def rollout_policy(folder: Path) -> str | None:

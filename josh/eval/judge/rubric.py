@@ -4,19 +4,23 @@ grammar that keeps its answer well formed, and what one judgement records.
 The judge sees the conversation up to the reply (the user's messages, the agent's replies, every tool call the agent
 made and what the tool returned), the reply itself, and the domain's policy, and scores each dimension from 1 (bad)
 to 5 (good) with one sentence why. Without a policy the policy dimension is not scored (``None``, "n/a").
+
+``PROMPT_VERSION`` names the prompt: a release label plus a hash of the prompt and grammar as rendered for a fixed
+conversation, so any change to the wording changes it, and judgements cached under the old prompt are not reused.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 from pydantic import Field
 
 from josh.llm.base import Spent
-from josh.types import Message, system, user
+from josh.types import Message, ToolCall, assistant, system, tool_result, user
 
-PROMPT_VERSION = "josh-judge-1"
+PROMPT_LABEL = "josh-judge-1"
 LOW, HIGH = 1, 5
 DIMENSIONS: dict[str, str] = {
     "cohesion": "Conversation cohesion: the reply follows from the conversation so far. It responds to what the user "
@@ -101,3 +105,18 @@ def judge_grammar(with_policy: bool) -> str:
         "additionalProperties": False,
     }
     return f"start: %json {json.dumps(schema)}"
+
+
+def prompt_version() -> str:
+    """``PROMPT_LABEL`` and a hash of the prompts (with and without a policy) and grammars, rendered for a fixed
+    conversation that holds every kind of message the judge reads."""
+    call = ToolCall(id="c1", name="{tool}", arguments={"{argument}": "{value}"})
+    context = [user("{user}"), assistant("{agent}", [call]), tool_result("c1", "{result}")]
+    rendered = [
+        [m.content for m in judge_messages(context, assistant("{reply}"), policy)] for policy in ("{policy}", None)
+    ]
+    text = json.dumps([rendered, judge_grammar(True), judge_grammar(False)], ensure_ascii=False)
+    return f"{PROMPT_LABEL}+{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}"
+
+
+PROMPT_VERSION = prompt_version()
