@@ -1,9 +1,10 @@
-"""Scripted warm-start data: oracle-agent conversations rewritten in a prompted agent's own protocol, as SFT rows.
+"""Scripted warm-start data: scripted-agent conversations rewritten in a prompted agent's own protocol, as SFT rows.
 
 A tiny model cannot follow a tool protocol zero-shot, so JOSH's beam search has nothing to harvest. A few dozen
-scripted demonstrations fix that: the ``oracle`` agent (it knows the goals) talks to a rule-based user on train
-tasks, and every successful conversation is rewritten turn by turn in the protocol of the agent that will be
-trained (any registered protocol: ``AgentProtocol.render``). Each row is exactly what that agent sees at
+scripted demonstrations fix that: a scripted agent that knows the answer (``oracle`` on ToolWOZ, ``replay`` of the
+gold calls on the τ-bench and τ² envs) talks to a rule-based user on train tasks, and every successful conversation
+is rewritten turn by turn in the protocol of the agent that will be trained (any registered protocol:
+``AgentProtocol.render``). Each row is exactly what that agent sees at
 inference: its system prompt for the task, the tools it passes to the backend (none for the text protocols), its
 action messages and its result messages. Every rewritten output is read back with the protocol's own parser, and a
 row whose output does not read back as the same call or reply is refused, so the data can never teach a format the
@@ -20,13 +21,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from josh.agents import make_agent
+from josh.agents import AGENTS, make_agent
 from josh.agents.prompted import AgentPrompt
 from josh.agents.protocol import RenderError
 from josh.envs.base import Env
 from josh.run.conversation import ConversationRecord, run_conversation
 from josh.types import Message, Task, system
-from josh.users import make_user
+from josh.users import USERS, make_user
 from josh.util.atomic import write_atomic
 from josh.util.layout import WARMSTART_ROWS as ROWS_FILE
 from josh.util.layout import WARMSTART_STATS as STATS_FILE
@@ -40,7 +41,10 @@ class WarmStartConfig(BaseModel):
     enabled: bool = True
     tasks: int = Field(40, ge=1, description="train tasks used (the first ones of the split, after `skip`)")
     skip: int = Field(0, ge=0, description="train tasks skipped first")
-    user: str = Field("agenda", description="rule-based user simulator that talks to the oracle")
+    agent: str = Field(
+        "oracle", description="scripted agent that demonstrates: oracle (ToolWOZ) or replay (gold calls, any env)"
+    )
+    user: str = Field("agenda", description="rule-based user simulator that talks to the scripted agent")
     max_turns: int = Field(15, ge=1)
     min_reward: float = Field(1.0, ge=0.0, le=1.0, description="conversations below this reward are dropped")
     epochs: float | None = Field(
@@ -70,11 +74,14 @@ def sft_row(prompt: AgentPrompt, task: Task, messages: Sequence[Message]) -> dic
 
 
 async def scripted_conversations(env: Env, tasks: Sequence[Task], config: WarmStartConfig) -> list[ConversationRecord]:
-    """Oracle agent + rule-based user on every task (no LLM anywhere)."""
-    oracle = make_agent("oracle", env)
+    """The scripted agent + rule-based user on every task (no LLM anywhere); ``ValueError`` when either does not
+    run on ``env``."""
+    AGENTS.check(config.agent, env=env.name)
+    USERS.check(config.user, env=env.name)
+    scripted = make_agent(config.agent, env)
     user_sim = make_user(config.user, None)
     return list(
-        await asyncio.gather(*(run_conversation(env, t, oracle, user_sim, max_turns=config.max_turns) for t in tasks))
+        await asyncio.gather(*(run_conversation(env, t, scripted, user_sim, max_turns=config.max_turns) for t in tasks))
     )
 
 

@@ -28,7 +28,10 @@ class WarmStartStage(Stage):
         self.rows = self.folder / ROWS_FILE  # the SFT rows
 
     def settings(self) -> dict[str, Any]:
-        rows = self.config.model_dump(mode="json", exclude={"epochs"})  # training epochs do not change the rows
+        # training epochs do not change the rows; the default agent is left out so older runs keep their digest
+        rows = self.config.model_dump(
+            mode="json", exclude={"epochs", *(["agent"] if self.config.agent == "oracle" else [])}
+        )
         return {"warm_start": rows, "setup": self.ctx.setup_settings()}
 
     def outputs(self) -> list[Path]:
