@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from josh.cli.export import export_app
 from josh.cli.judging import arena, judge, judge_after_eval
 from josh.cli.judging import judge_spec as judge_spec_of
 from josh.cli.options import MAX_TURNS, PROGRESS, RunCommand, key_values, option, run_options, split_option
@@ -118,6 +119,9 @@ def eval_(
     judge_options: list[str] | None = typer.Option(
         None, "--judge-option", help="judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
     ),
+    judge_grammar: bool = typer.Option(
+        True, help="constrain the judge's answer with a grammar (off for servers that take none: transformers serve)"
+    ),
 ) -> None:
     """Evaluate an agent (no search) on a split: average reward, 100% success, pass^k, error shares, cost."""
     from josh.eval.evaluate import evaluate, finished_count  # deferred: keeps josh --help light
@@ -128,7 +132,7 @@ def eval_(
 
     with reported(interrupted=f"finished conversations are in {out}/results.jsonl; rerun the same command to resume"):
         preflight(spec)
-        judge_spec = judge_spec_of(judge, judge_options)
+        judge_spec = judge_spec_of(judge, judge_options, grammar=judge_grammar)
         with noise_to(Path(out) / EVAL_LOG):
             built = build_components(spec, check_connection=False)
         try:
@@ -372,6 +376,7 @@ def matrix(
     ),
     env: str = option("env"),
     data: str = option("data"),
+    env_options: list[str] | None = option("env_options"),
     split: str = split_option("test"),
     backend: str = typer.Option("hf", help="backend of LLM components that name none"),
     model: str = typer.Option("smollm2", help="model of LLM components that name none"),
@@ -393,7 +398,8 @@ def matrix(
     console = Console()
     settings = key_values(llm_options, "--llm-option", "dtype=bfloat16")
     config = MatrixConfig(
-        env=env, data=data, split=split, agents=agents, users=users, backend=backend, model=model,
+        env=env, data=data, env_options=key_values(env_options, "--env-option", "judge=openai:gpt-4.1"), split=split,
+        agents=agents, users=users, backend=backend, model=model,
         llm_options=settings, limit=limit, trials=trials, max_turns=max_turns, concurrency=concurrency,
     )  # fmt: skip
     result = asyncio.run(run_matrix(config, out, progress=progress, say=lambda t: console.print(t, soft_wrap=True)))
@@ -420,6 +426,7 @@ _register_train()
 
 app.command()(judge)
 app.command()(arena)
+app.add_typer(export_app, name="export")
 
 
 def _register_serve() -> None:
