@@ -183,3 +183,11 @@ def options_of(builder: Callable[..., Any], *, skip: int = 0, title: str = "opti
         fields[param.name] = (hints.get(param.name, Any), default)
     config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, title=title)
     return create_model(title.title().replace(" ", ""), __config__=config, **fields)
+
+
+def parse_backend_model(text: str, flag: str) -> tuple[str, str]:
+    """``BACKEND:MODEL`` (the model may itself hold colons) as (backend, model); ``ValueError`` naming ``flag``."""
+    backend, sep, model = text.partition(":")
+    if not sep or not backend.strip() or not model.strip():
+        raise ValueError(f"bad {flag} {text!r}: expected BACKEND:MODEL, e.g. hf:smollm2 or openai:gpt-4o")
+    return backend.strip(), model.strip()

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from josh.agents import AGENTS
 from josh.envs import ENVIRONMENTS
-from josh.registry import Registry
+from josh.registry import Registry, parse_backend_model
 from josh.users import USERS
 
 
@@ -84,3 +84,9 @@ def test_cli_help_and_errors_come_from_the_entries(tmp_path) -> None:
     args = ["eval", "--env", "retail", "--agent", "oracle", "--user", "retail_scripted", "--out", str(tmp_path)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and "the oracle agent runs on toolwoz only" in result.output
+
+
+def test_parse_backend_model_keeps_colons_in_the_model() -> None:
+    assert parse_backend_model("openai:org/model:v2", "--judge") == ("openai", "org/model:v2")
+    with pytest.raises(ValueError, match="BACKEND:MODEL"):
+        parse_backend_model("hf:", "--judge")

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from josh.cli.options import key_values
+from josh.registry import parse_backend_model
 from josh.util.errors import reported, reports_errors
 from josh.util.layout import EVAL_LOG, RESULTS
 
@@ -20,10 +21,10 @@ def judge_spec(judge: str | None, options: list[str] | None, *, grammar: bool = 
         if options:
             raise ValueError("--judge-option needs --judge BACKEND:MODEL")
         return None
-    from josh.eval.judge.session import check_judge, parse_judge  # deferred: keeps josh --help light
+    from josh.eval.judge.session import check_judge  # deferred: keeps josh --help light
     from josh.run.spec import JudgeSpec  # deferred: keeps josh --help light
 
-    backend, model = parse_judge(judge)
+    backend, model = parse_backend_model(judge, "--judge")
     settings = key_values(options, "--judge-option", "dtype=bfloat16")
     spec = JudgeSpec(backend=backend, model=model, llm_options=settings, grammar=grammar)
     check_judge(spec)

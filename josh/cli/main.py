@@ -13,6 +13,7 @@ from josh.cli.export import export_app
 from josh.cli.judging import arena, judge, judge_after_eval
 from josh.cli.judging import judge_spec as judge_spec_of
 from josh.cli.options import MAX_TURNS, PROGRESS, RunCommand, key_values, option, run_options, split_option
+from josh.registry import parse_backend_model
 from josh.util.errors import reported, reports_errors, set_verbose
 from josh.util.layout import EVAL_LOG, ROLLOUT_LOG
 
@@ -212,9 +213,7 @@ def extract(
     with reported():
         gate = None
         if judge is not None:
-            backend, sep, model = judge.partition(":")
-            if not sep or not backend or not model:
-                raise ValueError(f"bad --judge {judge!r}: expected BACKEND:MODEL, e.g. hf:smollm2")
+            backend, model = parse_backend_model(judge, "--judge")
             gate = JudgeGate(
                 backend=backend, model=model, threshold=judge_threshold, route=judge_route, grammar=judge_grammar,
                 llm_options=key_values(judge_options, "--judge-option", "base_url=http://HOST:8000/v1"),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from josh.registry import Registry
+from josh.registry import Registry, parse_backend_model
 
 if TYPE_CHECKING:
     from josh.envs.base import Env
@@ -32,9 +32,7 @@ def build_env(name: str, data: str, options: Mapping[str, Any] | None = None) ->
 
 
 def _backend_model(text: str) -> str:
-    backend, sep, model = text.partition(":")
-    if not sep or not backend.strip() or not model.strip():
-        raise ValueError("expected BACKEND:MODEL, e.g. openai:gpt-4.1 or hf:smollm2")
+    parse_backend_model(text, "judge")
     return text
 
 

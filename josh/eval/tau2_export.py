@@ -30,7 +30,7 @@ from tau2.environment.environment import EnvironmentInfo
 
 from josh import __version__
 from josh.envs.tau2 import RELEASE, Tau2Env, Tau2State
-from josh.envs.tau2.trajectory import TERMINATION, evaluate
+from josh.envs.tau2.trajectory import TERMINATION, call_messages, evaluate
 from josh.eval.evaluate import evaluate as run_evaluation
 from josh.eval.evaluate import load_results
 from josh.eval.metrics import Summary
@@ -210,9 +210,7 @@ def trajectory(record: ConversationRecord, calls: Plan, made: dict[int, tuple[An
 
     def emit(step: Step) -> None:
         if id(step) in made:
-            call, response = made[id(step)]
-            caller = UserMessage if step[0] == "user" else AssistantMessage
-            out.extend([caller(role=step[0], tool_calls=[call]), response])
+            out.extend(call_messages(*made[id(step)]))
 
     agent = iter(calls.agent)
     for index, message in enumerate([*record.messages, None]):

@@ -103,3 +103,6 @@ class ScriptedConfig(_Settings):
 
 LLMConfig = Annotated[HFConfig | VLLMConfig | OpenAIConfig | ScriptedConfig, Field(discriminator="backend")]
 """Everything needed to build one backend; each backend's settings are its own class."""
+
+LLMKey = tuple[str, str | None, str | None]
+"""One LLM of a run: (backend, model, base URL)."""

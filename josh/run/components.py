@@ -18,7 +18,7 @@ from josh.agents import AGENTS, Agent, make_agent
 from josh.envs import ENVIRONMENTS, build_env
 from josh.envs.base import Env
 from josh.llm.base import LLM, Sampling, run_session
-from josh.llm.config import LLMConfig
+from josh.llm.config import LLMConfig, LLMKey
 from josh.llm.factory import build_llm, check_buildable, llm_config
 from josh.llm.health import check_connections
 from josh.run.env_judge import attach_judge, env_judge
@@ -72,9 +72,6 @@ class Components:
         next token); called when a run ends or is interrupted."""
         for llm in self.llms:
             llm.close(cancel=cancel)
-
-
-LLMKey = tuple[str, str | None, str | None]
 
 
 def check_names(options: ComponentOptions) -> None:

@@ -19,12 +19,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from josh.llm.base import LLM, LLMError, Sampling
+from josh.llm.config import LLMKey
+from josh.registry import parse_backend_model
 from josh.types import Message
 
 JUDGE_OPTION = "judge"
 MAX_JUDGE_TOKENS = 1024
-
-LLMKey = tuple[str, str | None, str | None]
 
 
 def env_judge(
@@ -35,7 +35,7 @@ def env_judge(
     name = env_options.get(JUDGE_OPTION)
     if not name:
         return None
-    backend, _, model = str(name).partition(":")
+    backend, model = parse_backend_model(str(name), f"--env-option {JUDGE_OPTION}")
     if (backend, model) == own[:2]:
         return own, dict(settings)
     return (backend, model, None), {}

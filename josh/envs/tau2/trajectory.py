@@ -38,6 +38,12 @@ TERMINATION = {
 """josh's end reasons (``josh.run.conversation.EndReason``) as τ²'s termination reasons."""
 
 
+def call_messages(call: Any, response: Any) -> list[Any]:
+    """One executed τ² call as the trajectory holds it: the caller's message with the call, then τ²'s answer."""
+    caller = UserMessage if call.requestor == "user" else AssistantMessage
+    return [caller(role=call.requestor, tool_calls=[call]), response]
+
+
 def to_trajectory(messages: Sequence[Message], calls: Sequence[tuple[str, Any, Any]]) -> list[Any]:
     """τ² messages for a josh conversation (see the module docstring)."""
     pending: dict[str, deque[int]] = defaultdict(deque)
@@ -57,9 +63,7 @@ def to_trajectory(messages: Sequence[Message], calls: Sequence[tuple[str, Any, A
     out: list[Any] = []
 
     def emit(index: int) -> None:
-        _, call, response = calls[index]
-        caller = UserMessage if call.requestor == "user" else AssistantMessage
-        out.extend([caller(role=call.requestor, tool_calls=[call]), response])
+        out.extend(call_messages(*calls[index][1:]))
         emitted.add(index)
 
     for position, (kind, item) in enumerate(placed):

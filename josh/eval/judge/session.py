@@ -29,14 +29,6 @@ from josh.util.atomic import write_atomic
 from josh.util.layout import RESULTS, SUMMARY
 
 
-def parse_judge(text: str) -> tuple[str, str]:
-    """``BACKEND:MODEL`` (the model may itself hold colons) as (backend, model)."""
-    backend, sep, model = text.partition(":")
-    if not sep or not backend.strip() or not model.strip():
-        raise ValueError(f"bad --judge {text!r}: expected BACKEND:MODEL, e.g. hf:smollm2 or openai:gpt-4o")
-    return backend.strip(), model.strip()
-
-
 def run_block(folder: Path) -> dict[str, Any]:
     """The ``run`` block of a folder's ``summary.json`` ({} when there is none to read)."""
     try:

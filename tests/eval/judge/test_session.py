@@ -8,7 +8,6 @@ import asyncio
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from josh.cli.main import app
@@ -16,7 +15,7 @@ from josh.envs import build_env
 from josh.eval.evaluate import load_results
 from josh.eval.judge.rubric import PROMPT_VERSION
 from josh.eval.judge.runner import judge_run, load_judgements, reply_turns
-from josh.eval.judge.session import parse_judge, self_judging
+from josh.eval.judge.session import self_judging
 from josh.run.spec import JudgeSpec
 
 GOOD = json.dumps({n: {"score": 4, "why": "fine"} for n in ("cohesion", "backend", "policy")})
@@ -52,12 +51,6 @@ def test_a_bad_judge_stops_before_the_evaluation(tmp_path: Path) -> None:
     assert not (out / "results.jsonl").exists()
     lonely = CliRunner().invoke(app, [*EVAL, "--out", str(out), "--judge-option", "x=1"])
     assert lonely.exit_code == 2 and "--judge-option needs --judge" in lonely.output
-
-
-def test_parse_judge_keeps_colons_in_the_model() -> None:
-    assert parse_judge("openai:org/model:v2") == ("openai", "org/model:v2")
-    with pytest.raises(ValueError, match="BACKEND:MODEL"):
-        parse_judge("hf:")
 
 
 def test_self_judging_is_the_agent_backend_and_model() -> None:
