@@ -12,6 +12,11 @@ The rollouts return no sampling logprobs, so TRL's importance-sampling correctio
 off (``vllm_importance_sampling_correction=False``); TRL recomputes the old logprobs with the policy as it does for the
 ``hf`` generation. On vLLM's CPU build the engine computes in bfloat16 while the policy trains in float32.
 
+On vLLM's CPU build, a linear layer's weights are packed for oneDNN (or AMX) after loading and the parameter is
+dropped (on CPUs with AVX-512, for instance): a later in-place load (TRL's sync) then finds no ``weight_loader``, and
+a packed copy would go stale anyway. ``reloadable_cpu_weights`` keeps every 2-D weight a plain parameter that the
+layer multiplies by at each call (vLLM's own fallback where oneDNN is missing), so a sync reaches the next rollout.
+
 TRL's server mode (``trl vllm-serve`` + ``vllm_mode="server"``) is not offered: its weight sync runs on vLLM's NCCL
 weight-transfer engine, which needs CUDA (``VLLMClient.init_communicator`` refuses any other device).
 """
@@ -43,6 +48,7 @@ def vllm_arguments(recipe: TrainRecipe) -> dict[str, Any]:
     if spec.generation != "vllm":
         return {}
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)  # read by the engine on vLLM's CPU build
+    reloadable_cpu_weights()
     return {
         "use_vllm": True,
         "vllm_mode": "colocate",
@@ -51,6 +57,30 @@ def vllm_arguments(recipe: TrainRecipe) -> dict[str, Any]:
         "vllm_gpu_memory_utilization": spec.vllm_gpu_memory_utilization,
         "vllm_importance_sampling_correction": False,  # josh's rollouts return no sampling logprobs
     }
+
+
+def reloadable_cpu_weights() -> None:
+    """On vLLM's CPU build, have the engine about to be built keep its linear weights reloadable in place (see the
+    module's docstring); nothing changes on a GPU. Idempotent."""
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        return
+    import torch
+    import vllm.model_executor.layers.utils as layer_utils
+
+    packing = layer_utils.dispatch_cpu_unquantized_gemm
+    if getattr(packing, "keeps_weights", False):
+        return
+
+    def keep_weights(layer: Any, remove_weight: bool) -> None:
+        if layer.weight.is_meta or layer.weight.ndim != 2:
+            packing(layer, remove_weight)
+            return
+        layer.cpu_linear = torch.nn.functional.linear  # reads the layer's current weight at every call
+
+    keep_weights.keeps_weights = True  # type: ignore[attr-defined]
+    layer_utils.dispatch_cpu_unquantized_gemm = keep_weights
 
 
 def colocated_backend(llm: Any, max_batch_size: int) -> Any:
