@@ -6,11 +6,15 @@ warnings) and the progress bars of datasets, transformers and huggingface_hub. j
 stdout, ``terminal()`` for the trainer's bar) still reaches the terminal. ``sys.stderr`` is replaced once by a
 router that forwards to the real stream outside such blocks, so a logging handler created inside a block (e.g.
 Ray's, at ``import ray``) keeps working after it. Blocks nest; with ``josh --verbose`` nothing is redirected.
+
+A few libraries log to standard output (DeepSpeed's logger, whose first record on a machine without a GPU is
+"Setting accelerator to CPU"): their records are sent to standard error, and so into the log, instead.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import sys
 import time
 from collections.abc import Iterator
@@ -60,7 +64,38 @@ class _Router(io.TextIOBase):
         return getattr(self.real, name)
 
 
+STDOUT_LOGGERS = ("DeepSpeed",)  # loggers whose own handler writes to sys.stdout
+
+
+class _CurrentStderr(logging.Handler):
+    """Writes each record to whatever ``sys.stderr`` is when it is emitted (the router, inside ``noise_to``)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with suppress(ValueError):
+            sys.stderr.write(self.format(record) + "\n")
+
+
+class _ToStderr(logging.Filter):
+    """A logger filter that hands every record to ``_CurrentStderr`` and stops the logger's own handlers."""
+
+    handler = _CurrentStderr()
+    handler.setFormatter(logging.Formatter("[%(name)s] [%(levelname)s] [%(filename)s:%(lineno)d] %(message)s"))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.handler.handle(record)
+        return False
+
+
+def _stdout_loggers_to_stderr() -> None:
+    """Filters survive a library's later logger setup, so this works before the library is imported."""
+    for name in STDOUT_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _ToStderr) for f in logger.filters):
+            logger.addFilter(_ToStderr())
+
+
 def _router() -> _Router:
+    _stdout_loggers_to_stderr()
     if not isinstance(sys.stderr, _Router):
         sys.stderr = _Router(sys.stderr)
     return sys.stderr

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from rich.progress import TextColumn
 
@@ -39,6 +40,26 @@ def test_warnings_logging_and_stray_writes_go_to_the_log_file(tmp_path):
     text = log.read_text()
     assert "FutureWarning" in text and "agent LLM call failed" in text and "Truncating" in text
     assert done.stderr.splitlines() == ["still on the terminal", "after the block"]
+
+
+DEEPSPEED = """
+import sys
+from josh.util.quiet import noise_to
+with noise_to(sys.argv[1]):
+    import deepspeed  # on a machine without a GPU its logger warns "Setting accelerator to CPU" on sys.stdout
+print("stdout after the block")
+"""
+
+
+def test_deepspeeds_stdout_logger_writes_into_the_log_file(tmp_path):
+    """DeepSpeed's import is real (it is what ``make demo`` printed to the terminal); a few seconds."""
+    pytest.importorskip("deepspeed")
+    log = tmp_path / "run" / "loop.log"
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run([sys.executable, "-c", DEEPSPEED, str(log)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Setting accelerator to CPU" in log.read_text()
+    assert done.stdout == "stdout after the block\n" and "accelerator" not in done.stderr
 
 
 def test_blocks_nest_and_verbose_leaves_everything_on_the_terminal(tmp_path, capsys, monkeypatch):
