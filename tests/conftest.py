@@ -39,3 +39,23 @@ def registries(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(registry, "_entries", dict(registry._entries))
         monkeypatch.setattr(registry, "_aliases", dict(registry._aliases))
     monkeypatch.setattr(josh.agents, "_PROTOCOLS", dict(josh.agents._PROTOCOLS))
+
+
+# The suite's cost, printed at the end of every run (CI's log shows the next test that breaks the budget):
+# the time spent per marker, setup and teardown included, beside pytest's --durations list of the slowest tests.
+COST_MARKERS = ("vllm", "slow")  # a test counts under the first of these it carries, else under "fast"
+_cost: dict[str, list[float]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    marker = next((name for name in COST_MARKERS if name in report.keywords), "fast")
+    seconds, tests = _cost.setdefault(marker, [0.0, 0])
+    _cost[marker] = [seconds + report.duration, tests + (report.when == "call")]
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if not _cost:
+        return
+    terminalreporter.section("time per marker (test seconds, summed over workers)")
+    for marker, (seconds, tests) in sorted(_cost.items(), key=lambda item: -item[1][0]):
+        terminalreporter.write_line(f"{marker:>6}: {seconds:8.1f} s over {tests} tests")
