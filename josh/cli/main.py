@@ -92,8 +92,9 @@ def rollout(
                     cpus_per_actor=cpus_per_actor, max_attempts=max_attempts,
                 )  # fmt: skip
                 stats = rollout_on_ray(options, ray_options, progress=progress)
+    failed = f", {stats.failed} failed (LLM errors; not counted, searched again on rerun)" if stats.failed else ""
     typer.echo(
-        f"{stats.tasks} tasks ({stats.skipped_finished} already done), {stats.success} reached 100%, "
+        f"{stats.tasks} tasks ({stats.skipped_finished} already done{failed}), {stats.success} reached 100%, "
         f"mean reward {stats.mean_reward:.3f}, {stats.llm_calls} LLM calls, "
         f"{stats.prompt_tokens + stats.completion_tokens} tokens -> {out}"
     )

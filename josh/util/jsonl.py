@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Container, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -98,10 +98,14 @@ def read_models(
     repair: bool = False,
     skip_bad: bool = False,
     on_skip: OnSkip | None = None,
+    lines: Container[int] | None = None,
 ) -> Iterator[M]:
     """Each line of ``path`` as a ``model`` (``what`` names it in errors: "path: line 3 is not a tree: ..."); bad
-    lines are handled as in ``iter_numbered``, lines that are JSON but not a ``model`` too."""
+    lines are handled as in ``iter_numbered``, lines that are JSON but not a ``model`` too. ``lines``: only these
+    line numbers (e.g. the latest record of each key)."""
     for number, value in iter_numbered(path, repair=repair, skip_bad=skip_bad, on_skip=on_skip):
+        if lines is not None and number not in lines:
+            continue
         try:
             yield model.model_validate(value)
         except ValidationError as exc:
