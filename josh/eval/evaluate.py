@@ -43,6 +43,11 @@ def load_results(out_dir: str | Path) -> list[ConversationRecord]:
     return list(latest.values())
 
 
+def load_finished(out_dir: str | Path) -> list[ConversationRecord]:
+    """The run's results: ``load_results`` without the ``failed`` records (no result; a rerun redoes them)."""
+    return [r for r in load_results(out_dir) if r.failed is None]
+
+
 def finished(records: Iterable[ConversationRecord]) -> set[tuple[str, int]]:
     """The (task, trial) keys of the records that are results (not ``failed``): what a rerun skips."""
     return {(r.task_id, r.trial) for r in records if r.failed is None}
@@ -93,6 +98,7 @@ async def evaluate(
             records = [r for r in load_results(out) if (r.task_id, r.trial) in wanted]
             wall_s = round(earlier_s + time.perf_counter() - start, 3)
             summary = summarize(records, cost=cost() if cost else 0.0, wall_s=wall_s)
+            summary.pending = len(wanted - finished(records))
             summary.run = run
             summary.reward_notes = dict(getattr(env, "reward_notes", {}))
             write_atomic(out / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")

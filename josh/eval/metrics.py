@@ -29,6 +29,9 @@ class Summary(BaseModel):
 
     conversations: int = Field(description="finished conversations: the metrics are over these")
     failed: int = Field(0, description="conversations whose LLM failed (left out of every metric, redone on rerun)")
+    pending: int = Field(
+        0, description="conversations of the run not finished (not run yet, or failed): 0 when complete"
+    )
     tasks: int
     trials: int
     average_reward: Interval

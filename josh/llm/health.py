@@ -38,6 +38,10 @@ class BackendDownError(LLMError):
     """A backend is down (see the module docstring): the run stops rather than score an agent that never spoke."""
 
 
+class IncompleteRunError(LLMError):
+    """A run ended with pieces not finished (their LLM failed): what reads its results must not take them as whole."""
+
+
 class FailurePolicy(BaseModel):
     """When a backend counts as down: failures in a row, or the failed share of its latest requests."""
 
@@ -66,7 +70,11 @@ def check_connections(llms: Iterable[LLM]) -> None:
 
 
 def backend_name(llm: LLM) -> str:
-    """The backend as a user names it: its kind, model and, for a server, its address."""
+    """The backend as a user names it: its ``name`` if it has one, else its kind, model and, for a server, its
+    address."""
+    name = getattr(llm, "name", None)
+    if isinstance(name, str) and name:
+        return name
     kind = type(llm).__name__.removesuffix("LLM").lower() or type(llm).__name__
     model = getattr(llm, "model", None)
     url = getattr(llm, "base_url", None)

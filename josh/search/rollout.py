@@ -80,6 +80,7 @@ class RunStats(Spent):
     session_wall_s: float = Field(0.0, description="wall-clock seconds of this session of the command only")
     wall_s: float = Field(0.0, description="wall time of every session of the run so far, this one included")
     skipped_finished: int = Field(0, description="tasks found already finished in trees.jsonl and skipped")
+    pending: int = Field(0, description="tasks of the run not finished (not searched yet, or failed): 0 when complete")
     run: RunInfo | None = None
     per_task: dict[str, TaskStats] = Field(default_factory=dict)
 
@@ -131,10 +132,20 @@ def earlier_wall_s(out: Path) -> float:
     return float(earlier) if isinstance(earlier, int | float) and earlier >= 0 else 0.0
 
 
-def write_stats(out: Path, start: float, skipped: int, earlier_s: float = 0.0, run: RunInfo | None = None) -> RunStats:
+def write_stats(
+    out: Path,
+    start: float,
+    skipped: int,
+    earlier_s: float = 0.0,
+    run: RunInfo | None = None,
+    wanted: set[str] | None = None,
+) -> RunStats:
     """Summarise ``out/trees.jsonl`` into ``out/stats.json`` for a session that began at ``start`` (perf_counter),
-    after earlier sessions that took ``earlier_s`` seconds; ``run`` says what produced the run."""
+    after earlier sessions that took ``earlier_s`` seconds; ``run`` says what produced the run, ``wanted`` its task
+    ids (those not finished are ``pending``)."""
     stats = summarize(out / TREES_FILE)
+    if wanted is not None:
+        stats.pending = len(wanted - {task_id for task_id, t in stats.per_task.items() if not t.failed})
     stats.session_wall_s = round(time.perf_counter() - start, 3)
     stats.wall_s = round(earlier_s + stats.session_wall_s, 3)
     stats.skipped_finished = skipped
@@ -208,6 +219,7 @@ class RolloutSession:
         self.out = Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         tasks = list(tasks)
+        self.wanted = {t.id for t in tasks}
         done = finished_ids(self.out / TREES_FILE)
         self.todo = _pending(tasks, done)
         self.skipped = len({t.id for t in tasks} & done)
@@ -239,7 +251,7 @@ class RolloutSession:
 
     def finish(self) -> RunStats:
         """Write ``stats.json`` over every tree of the run (call it however the session ended)."""
-        return write_stats(self.out, self.start, self.skipped, self.earlier_s, self.run)
+        return write_stats(self.out, self.start, self.skipped, self.earlier_s, self.run, self.wanted)
 
 
 def _pending(tasks: Iterable[Task], done: set[str]) -> list[Task]:

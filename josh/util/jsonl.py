@@ -172,10 +172,13 @@ class JsonlWriter:
         self.close()
 
 
-async def write_as_completed(path: str | Path, jobs: Iterable[Awaitable[M]], concurrency: int) -> list[M]:
+async def write_as_completed(
+    path: str | Path, jobs: Iterable[Awaitable[M]], concurrency: int, guard: Callable[[], None] | None = None
+) -> list[M]:
     """Await ``jobs``, at most ``concurrency`` at a time, started in their order (so a scripted or seeded LLM answers
     the same way on every run), appending each result to the JSONL file ``path`` as it finishes (a killed run keeps
-    what finished); the results in finishing order."""
+    what finished); the results in finishing order. ``guard`` is called before each write and may raise to stop the
+    run (a backend that is down, see ``josh.llm.health``): the jobs still running are cancelled."""
     slots = asyncio.Semaphore(concurrency)
 
     async def bounded(job: Awaitable[M]) -> M:
@@ -184,8 +187,16 @@ async def write_as_completed(path: str | Path, jobs: Iterable[Awaitable[M]], con
 
     tasks = [asyncio.ensure_future(bounded(job)) for job in jobs]
     done: list[M] = []
-    with JsonlWriter(path) as writer:
-        for finished in asyncio.as_completed(tasks):
-            done.append(await finished)
-            writer.write(done[-1])
+    try:
+        with JsonlWriter(path) as writer:
+            for finished in asyncio.as_completed(tasks):
+                result = await finished
+                if guard is not None:
+                    guard()
+                done.append(result)
+                writer.write(result)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     return done

@@ -14,6 +14,7 @@ merger), so the scripted tests run the whole loop without a model.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from rich.console import Console
 from josh.envs import build_env
 from josh.envs.base import Env
 from josh.llm.base import Sampling
+from josh.llm.health import IncompleteRunError
 from josh.loop.recipe import LoopRecipe
 from josh.loop.result import LoopResult
 from josh.loop.stages.manifest import Input, run_stage, stage_done
@@ -34,6 +36,23 @@ from josh.training.recipe import TrainRecipe
 Trainer = Callable[[TrainRecipe, bool], Path]
 Builder = Callable[[ComponentOptions], Components]
 Merger = Callable[[Path, Path, str], Path]
+
+
+def complete(summary: Path) -> bool:
+    """A run's ``summary.json`` or ``stats.json`` is there and counts nothing ``pending`` (a failed conversation or
+    tree, see ``josh.llm.health``, is pending: the stage runs again and redoes it)."""
+    try:
+        return int(json.loads(summary.read_text(encoding="utf-8")).get("pending") or 0) == 0
+    except (OSError, ValueError, AttributeError, TypeError):
+        return False
+
+
+def require_complete(stage: str, pending: int, failed: int) -> None:
+    """Raise ``IncompleteRunError`` when a stage's run left conversations or trees ``pending``."""
+    if pending:
+        raise IncompleteRunError(
+            f"{stage}: {pending} not finished ({failed} failed on LLM errors); rerun the loop to redo them"
+        )
 
 
 class Unfinished(Exception):
