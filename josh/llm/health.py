@@ -9,7 +9,9 @@ when it has not answered once yet), when more than ``max_share`` of its last ``w
 says it can serve no more (``dead``: an in-process
 engine whose processes died). Runners call ``stop_if_failing`` before each result is written: it raises
 ``BackendDownError`` (one line naming the backend and its last error), the command exits non-zero, and what
-finished so far stays on disk. Before a run, ``check_connections`` asks every HTTP backend once whether it answers.
+finished so far stays on disk. A run that ends with failed pieces checks once more (``ended=True``): a backend
+whose latest request failed is down; one that answered again leaves a run that exits non-zero too, saying how many
+pieces failed (``IncompleteRunError``), so that no script takes it for complete. Before a run, ``check_connections`` asks every HTTP backend once whether it answers.
 
 The thresholds come from the environment, so every runner (eval, rollout, matrix, judge, arena, the extraction
 gate, GRPO rollouts, Ray actors) reads the same ones: ``JOSH_MAX_CONSECUTIVE_FAILURES`` (default 5),
@@ -81,8 +83,9 @@ def backend_name(llm: LLM) -> str:
     return f"{kind}:{model}" + (f" at {url}" if url else "") if model else kind
 
 
-def failing_backend(llms: Iterable[LLM], policy: FailurePolicy | None = None) -> str | None:
-    """Why the run should stop (see the module docstring), naming the backend and its last error; else None."""
+def failing_backend(llms: Iterable[LLM], policy: FailurePolicy | None = None, *, ended: bool = False) -> str | None:
+    """Why the run should stop (see the module docstring), naming the backend and its last error; else None.
+    ``ended``: the run is over with failed pieces, and a backend whose latest request failed counts as down."""
     policy = policy or FailurePolicy.from_env()
     for llm in llms:
         usage = llm.usage
@@ -95,8 +98,8 @@ def failing_backend(llms: Iterable[LLM], policy: FailurePolicy | None = None) ->
         streak = usage.streak
         if usage.calls == 0 and streak >= NEVER_ANSWERED:
             why = f"all {streak} requests failed, none answered"
-        elif streak >= policy.max_consecutive:
-            why = f"{streak} requests in a row failed"
+        elif streak >= policy.max_consecutive or (ended and streak):
+            why = f"{streak} requests in a row failed" + (", the last ones of the run" if ended else "")
         else:
             if len(recent) < policy.window:
                 continue
@@ -111,8 +114,8 @@ def failing_backend(llms: Iterable[LLM], policy: FailurePolicy | None = None) ->
     return None
 
 
-def stop_if_failing(llms: Iterable[LLM], policy: FailurePolicy | None = None) -> None:
+def stop_if_failing(llms: Iterable[LLM], policy: FailurePolicy | None = None, *, ended: bool = False) -> None:
     """Raise ``BackendDownError`` when ``failing_backend`` names a problem."""
-    problem = failing_backend(list(llms), policy)
+    problem = failing_backend(list(llms), policy, ended=ended)
     if problem is not None:
         raise BackendDownError(problem)

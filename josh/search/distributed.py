@@ -249,6 +249,7 @@ def rollout_on_ray(
                 backends.saw(tree)
                 stop_if_failing([backends])
                 session.record(tree, None if isinstance(result, Tree) else result)
+        stop_if_failing([backends], ended=True)
     finally:
         if pool is not None:
             pool.close()

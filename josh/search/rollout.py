@@ -319,11 +319,12 @@ class RolloutOptions(BaseModel):
 
 
 def rollout_from_options(options: RolloutOptions, *, progress: bool = True) -> RunStats:
-    """Build env, LLM(s), agent and user from ``options`` and run the rollouts to the end; a backend that fails
-    every request stops the run (``BackendDownError``)."""
+    """Build env, LLM(s), agent and user from ``options`` and run the rollouts to the end; a backend that is down
+    stops the run (``BackendDownError``, see ``josh.llm.health``), also one that failed the last requests of a run
+    that left failed trees."""
     built = build_components(options.components)
     try:
-        return built.run(
+        stats = built.run(
             run_rollouts(
                 built.tasks,
                 built.env,
@@ -336,5 +337,8 @@ def rollout_from_options(options: RolloutOptions, *, progress: bool = True) -> R
                 run=options.components.run_info(),
             )  # fmt: skip
         )
+        if stats.failed:
+            stop_if_failing(built.llms, ended=True)
+        return stats
     finally:
         built.close()
