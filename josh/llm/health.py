@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from functools import lru_cache
 from itertools import islice
 
 from pydantic import BaseModel, Field, ValidationError
@@ -54,13 +55,18 @@ class FailurePolicy(BaseModel):
     @classmethod
     def from_env(cls) -> FailurePolicy:
         """The policy the ``JOSH_*`` variables set (``ValueError`` naming the variable for a bad value)."""
-        values = {key: os.environ[var] for key, var in ENV_VARS.items() if os.environ.get(var, "").strip()}
-        try:
-            return cls(**values)
-        except ValidationError as exc:
-            problem = exc.errors(include_url=False)[0]
-            var = ENV_VARS[str(problem["loc"][0])]
-            raise ValueError(f"{var}={values[str(problem['loc'][0])]!r}: {problem['msg']}") from None
+        return _policy(tuple(os.environ.get(var, "").strip() for var in ENV_VARS.values()))
+
+
+@lru_cache(maxsize=8)
+def _policy(settings: tuple[str, ...]) -> FailurePolicy:
+    """The policy of these ``ENV_VARS`` values (built once: the guard asks before every result)."""
+    values = {key: value for key, value in zip(ENV_VARS, settings, strict=True) if value}
+    try:
+        return FailurePolicy(**values)
+    except ValidationError as exc:
+        key = str(exc.errors(include_url=False)[0]["loc"][0])
+        raise ValueError(f"{ENV_VARS[key]}={values[key]!r}: {exc.errors(include_url=False)[0]['msg']}") from None
 
 
 def check_connections(llms: Iterable[LLM]) -> None:
