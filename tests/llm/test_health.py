@@ -75,3 +75,18 @@ def test_failed_requests_are_noted_for_the_piece_of_work_they_belong_to() -> Non
     failed, fine = asyncio.run(both())
     assert failed == ["the server went away"] * 2 and fine == []
     assert llm.usage.errors == 2 and llm.usage.calls == 2
+
+
+def test_the_ray_driver_sees_one_outcome_per_tree() -> None:
+    from josh.search.distributed import ActorBackends
+    from josh.search.tree import Tree
+
+    backends = ActorBackends("openai:m on the Ray actors")
+    for failed in (None, "llm_error: refused", "llm_error: refused", "llm_error: refused", "llm_error: refused"):
+        backends.saw(Tree(task_id="t", failed=failed))
+    assert failing_backend([backends]) is None
+    backends.saw(Tree(task_id="t", failed="llm_error: refused"))
+    with pytest.raises(
+        BackendDownError, match=r"openai:m on the Ray actors is down: 5 requests .* Last error: refused"
+    ):
+        stop_if_failing([backends])
