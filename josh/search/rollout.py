@@ -5,10 +5,10 @@ flight together, so the backend sees all of them at once. Every finished task is
 one line and flushed to disk. Restarting the same command skips the task ids already finished in the file (a torn
 last line left by a crash is cut off first); a tree recorded as ``failed`` (an LLM request failed, see
 ``josh.llm.health``) is searched again, and its new line supersedes the old one: the latest line of a task is its
-tree. ``stats.json`` (per-task and total LLM
-calls, turns cut short by LLM errors, tokens, wall time, reward, nodes, and what produced the run) is rewritten from
-the whole file when the run ends, also after a crash, Ctrl-C or SIGTERM; its ``wall_s`` adds up the sessions of the run
-(a session killed outright leaves no time to add).
+tree. ``stats.json`` (per-task and total LLM calls, turns cut short by LLM errors, tokens, wall time, reward, nodes,
+failed and pending trees, and what produced the run) is rewritten from the whole file when the run ends, also after
+a crash, Ctrl-C or SIGTERM; its ``wall_s`` adds up the sessions of the run (a session killed outright leaves no time
+to add).
 The runner takes constructed objects; ``rollout_from_options`` builds them from command-line options.
 """
 
