@@ -28,7 +28,7 @@ from josh.eval.evaluate import evaluate, load_finished
 from josh.eval.metrics import Interval, PairedDifference, Summary, paired_difference
 from josh.eval.summary import fmt_interval
 from josh.llm.base import LLM, aclose_all
-from josh.llm.health import stop_if_failing
+from josh.llm.health import require_complete, stop_if_failing
 from josh.run.components import LLMKey, build_llms, check_llms
 from josh.run.env_judge import attach_judge, env_judge
 from josh.users import USERS, make_user
@@ -221,6 +221,9 @@ async def run_matrix(
                 cost=lambda spent=spent: parts.cost() - spent, show_progress=progress,
                 guard=lambda: stop_if_failing(parts.llms.values()),
             )  # fmt: skip
+            if summary.failed:  # no comparison over a cell whose LLM failed: its backend is down, or rerun
+                stop_if_failing(parts.llms.values(), ended=True)
+                require_complete(f"cell {agent.text} x {user.text}", summary.pending, summary.failed)
             summaries[agent.text, user.text] = summary, _rewards(folder, parts.tasks, config.trials)
     finally:
         await aclose_all(parts.llms.values())

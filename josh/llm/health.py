@@ -6,12 +6,12 @@ failed requests; a runner records such a piece as failed (its ``failed`` field),
 of training data, and does it again on rerun. Per backend, ``Usage`` keeps the latest request outcomes, and
 ``failing_backend`` says the backend is down when ``max_consecutive`` requests failed in a row (``NEVER_ANSWERED``
 when it has not answered once yet), when more than ``max_share`` of its last ``window`` requests failed, or when it
-says it can serve no more (``dead``: an in-process
-engine whose processes died). Runners call ``stop_if_failing`` before each result is written: it raises
-``BackendDownError`` (one line naming the backend and its last error), the command exits non-zero, and what
-finished so far stays on disk. A run that ends with failed pieces checks once more (``ended=True``): a backend
-whose latest request failed is down; one that answered again leaves a run that exits non-zero too, saying how many
-pieces failed (``IncompleteRunError``), so that no script takes it for complete. Before a run, ``check_connections`` asks every HTTP backend once whether it answers.
+says it can serve no more (``dead``: an in-process engine whose processes died). Runners call ``stop_if_failing``
+before each result is written: it raises ``BackendDownError`` (one line naming the backend and its last error), the
+command exits non-zero, and what finished so far stays on disk. A run that ends with failed pieces checks once more
+(``ended=True``): a backend whose latest request failed is down; one that answered again leaves a run that exits
+non-zero too, saying how many pieces failed (``IncompleteRunError``, ``require_complete``), so that nothing takes it
+for complete. Before a run, ``check_connections`` asks every HTTP backend once whether it answers.
 
 The thresholds come from the environment, so every runner (eval, rollout, matrix, judge, arena, the extraction
 gate, GRPO rollouts, Ray actors) reads the same ones: ``JOSH_MAX_CONSECUTIVE_FAILURES`` (default 5),
@@ -67,6 +67,15 @@ def _policy(settings: tuple[str, ...]) -> FailurePolicy:
     except ValidationError as exc:
         key = str(exc.errors(include_url=False)[0]["loc"][0])
         raise ValueError(f"{ENV_VARS[key]}={values[key]!r}: {exc.errors(include_url=False)[0]['msg']}") from None
+
+
+def require_complete(what: str, pending: int, failed: int, rerun: str = "rerun the same command") -> None:
+    """Raise ``IncompleteRunError`` when a run left pieces ``pending`` (``failed`` of them on LLM errors), for
+    whatever reads its results next (the loop's next stage, the matrix's comparison)."""
+    if pending:
+        raise IncompleteRunError(
+            f"{what}: {pending} not finished ({failed} failed on LLM errors); {rerun} to redo them"
+        )
 
 
 def check_connections(llms: Iterable[LLM]) -> None:

@@ -26,7 +26,6 @@ from rich.console import Console
 from josh.envs import build_env
 from josh.envs.base import Env
 from josh.llm.base import Sampling
-from josh.llm.health import IncompleteRunError
 from josh.loop.recipe import LoopRecipe
 from josh.loop.result import LoopResult
 from josh.loop.stages.manifest import Input, run_stage, stage_done
@@ -45,14 +44,6 @@ def complete(summary: Path) -> bool:
         return int(json.loads(summary.read_text(encoding="utf-8")).get("pending") or 0) == 0
     except (OSError, ValueError, AttributeError, TypeError):
         return False
-
-
-def require_complete(stage: str, pending: int, failed: int) -> None:
-    """Raise ``IncompleteRunError`` when a stage's run left conversations or trees ``pending``."""
-    if pending:
-        raise IncompleteRunError(
-            f"{stage}: {pending} not finished ({failed} failed on LLM errors); rerun the loop to redo them"
-        )
 
 
 class Unfinished(Exception):

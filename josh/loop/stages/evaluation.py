@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from josh.eval.evaluate import evaluate
-from josh.llm.health import stop_if_failing
-from josh.loop.stages.base import Stage, StageContext, complete, require_complete
+from josh.llm.health import require_complete, stop_if_failing
+from josh.loop.stages.base import Stage, StageContext, complete
 from josh.loop.stages.manifest import Input
 from josh.types import Task
 from josh.util.layout import RESULTS, SUMMARY
@@ -63,7 +63,7 @@ class EvalStage(Stage):
             )
         finally:
             built.close(cancel=False)  # its backends are done
-        require_complete(self.name, summary.pending, summary.failed)
+        require_complete(self.name, summary.pending, summary.failed, "rerun the loop")
         self.ctx.log(
             f"  {self.label}: average reward {summary.average_reward.mean:.3f}, "
             f"100% success {summary.success_rate.mean:.3f} over {summary.conversations} conversations"

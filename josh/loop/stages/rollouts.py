@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from josh.llm.base import Sampling
-from josh.llm.health import stop_if_failing
-from josh.loop.stages.base import Stage, StageContext, complete, require_complete
+from josh.llm.health import require_complete, stop_if_failing
+from josh.loop.stages.base import Stage, StageContext, complete
 from josh.loop.stages.manifest import Input
 from josh.search.rollout import RolloutConfig, run_rollouts
 from josh.types import Task
@@ -85,7 +85,7 @@ class RolloutStage(Stage):
             )
         finally:
             built.close(cancel=False)  # its backends are done
-        require_complete(self.name, stats.pending, stats.failed)
+        require_complete(self.name, stats.pending, stats.failed, "rerun the loop")
         self.ctx.log(
             f"  {stats.tasks} trees, {stats.success} reached 100%, mean reward {stats.mean_reward:.3f}, "
             f"{stats.llm_calls} LLM calls, {stats.session_wall_s:.0f} s"
