@@ -5,7 +5,10 @@ Each request takes the next entry of ``schedule``, else draws a fault with proba
 JSON), a connection closed mid-body, or a 200 with empty ``choices``. Otherwise ``reply(body)`` gives the
 assistant message. The server is bounded: it answers at most ``max_requests`` requests and lives at most
 ``max_s`` seconds (later requests get a 400, which the client does not retry); a hang lasts at most ``hang_s``.
-It only listens on the loopback interface and checks the bearer key, which it never writes back.
+With ``die_after``, the server goes down after answering that many requests, as a crashed server does: it stops
+listening (new connections are refused) and drops every request on an open connection unanswered; ``died_at``
+(``time.monotonic``) says when. It only listens on the loopback interface and checks the bearer key, which it never
+writes back.
 """
 
 from __future__ import annotations
@@ -57,11 +60,13 @@ class FaultServer:
         hang_s: float = 1.0,
         max_requests: int = 2000,
         max_s: float = 60.0,
+        die_after: int | None = None,
     ) -> None:
         self.reply, self.api_key, self.rate, self.faults = reply, api_key, rate, faults
         self.hang_s, self.max_requests, self.deadline = hang_s, max_requests, time.monotonic() + max_s
         self.random = random.Random(seed)
         self.schedule = list(schedule)
+        self.die_after, self.died_at = die_after, None
         self.lock = threading.Lock()
         self.log: list[str] = []
         self.bodies: list[dict[str, Any]] = []
@@ -79,6 +84,11 @@ class FaultServer:
 
     def _draw(self, body: dict[str, Any]) -> str:
         with self.lock:
+            if self.died_at is not None or (self.die_after is not None and len(self.log) >= self.die_after):
+                if self.died_at is None:
+                    self.died_at = time.monotonic()
+                    threading.Thread(target=self._stop_listening, daemon=True).start()
+                return "dead"
             if len(self.log) >= self.max_requests or time.monotonic() > self.deadline:
                 outcome = "over budget"
             elif self.schedule:
@@ -110,7 +120,14 @@ class FaultServer:
 
         return Handler
 
+    def _stop_listening(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
     def answer(self, handler: BaseHTTPRequestHandler, outcome: str, body: dict[str, Any]) -> None:
+        if outcome == "dead":
+            handler.close_connection = True
+            return None
         if outcome == "over budget":
             return self.send(handler, 400, {"error": {"message": "the fault server's request budget is spent"}})
         if outcome == "500":

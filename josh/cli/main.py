@@ -92,8 +92,9 @@ def rollout(
                     cpus_per_actor=cpus_per_actor, max_attempts=max_attempts,
                 )  # fmt: skip
                 stats = rollout_on_ray(options, ray_options, progress=progress)
+    failed = f", {stats.failed} failed (LLM errors; not counted, searched again on rerun)" if stats.failed else ""
     typer.echo(
-        f"{stats.tasks} tasks ({stats.skipped_finished} already done), {stats.success} reached 100%, "
+        f"{stats.tasks} tasks ({stats.skipped_finished} already done{failed}), {stats.success} reached 100%, "
         f"mean reward {stats.mean_reward:.3f}, {stats.llm_calls} LLM calls, "
         f"{stats.prompt_tokens + stats.completion_tokens} tokens -> {out}"
     )
@@ -103,6 +104,7 @@ def rollout(
             f"(see {out}/stats.json)",
             fg="yellow",
         )
+    _exit_if_failed(stats.failed, "trees", out)
 
 
 @app.command("eval", cls=RunCommand)
@@ -157,6 +159,8 @@ def eval_(
                         run=spec.run_info(),
                     )
                 )
+            if summary.failed:
+                stop_if_failing(built.llms, ended=True)
         finally:
             built.close()
     print_summary(summary, title=f"{spec.agent} on {spec.env}/{spec.data}:{spec.split} -> {out}")
@@ -164,8 +168,20 @@ def eval_(
     from josh.run.diagnostics import print_diagnostics  # deferred: keeps josh --help light
 
     print_diagnostics(summary.diagnostics)
+    _exit_if_failed(summary.failed, "conversations", out)
     if judge_spec is not None:
         judge_after_eval(Path(out), judge_spec, built.env)
+
+
+def _exit_if_failed(failed: int, what: str, out: str) -> None:
+    """A run that ended with failed pieces (their LLM failed; not in the figures) exits 1, saying so."""
+    if failed:
+        typer.secho(
+            f"incomplete: {failed} {what} failed on LLM errors and are not counted; rerun the same command to redo "
+            f"them ({out})",
+            fg="red",
+        )
+        raise typer.Exit(1)
 
 
 def _print_errors(counts: dict[str, int], out: str) -> None:

@@ -56,12 +56,14 @@ class ComparisonEntry(BaseModel):
 
 
 def task_rewards(path: Path) -> dict[str, list[float]]:
-    """Rewards per task id from an evaluation folder's ``results.jsonl`` (or such a file itself)."""
+    """Rewards per task id from an evaluation folder's ``results.jsonl`` (or such a file itself): the latest record of
+    each (task, trial), failed ones left out."""
     file = path if path.is_file() else path / RESULTS
+    latest = {(str(r["task_id"]), r.get("trial", 0)): r for r in iter_jsonl(file)} if file.is_file() else {}
     rewards: dict[str, list[float]] = {}
-    if file.is_file():
-        for record in iter_jsonl(file):
-            rewards.setdefault(str(record["task_id"]), []).append(float(record["reward"]))
+    for (task_id, _), record in latest.items():
+        if not record.get("failed"):  # a failed conversation is no result (josh.llm.health)
+            rewards.setdefault(task_id, []).append(float(record["reward"]))
     return rewards
 
 

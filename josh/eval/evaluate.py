@@ -2,7 +2,9 @@
 
 Writes ``<out>/results.jsonl`` (one line per finished conversation, with its full transcript) and
 ``<out>/summary.json``. A killed run restarted with the same output folder skips the (task, trial) pairs already
-in ``results.jsonl``. An interrupted run (Ctrl-C or SIGTERM) still writes ``summary.json`` over what it finished;
+finished in ``results.jsonl``; a conversation recorded as ``failed`` (an LLM request failed, see
+``josh.llm.health``) is run again, and its new line supersedes the old one (the file stays append-only: the latest
+line of a (task, trial) is its record). An interrupted run (Ctrl-C or SIGTERM) still writes ``summary.json`` over what it finished;
 its ``wall_s`` adds up the sessions of the run (a session killed outright, SIGKILL, leaves no time to add).
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -31,10 +33,24 @@ from josh.util.progress import stage_progress
 
 
 def load_results(out_dir: str | Path) -> list[ConversationRecord]:
-    """The records of a (possibly interrupted) run; a torn last line is cut off, any other bad line is a
+    """The records of a (possibly interrupted) run, the latest line of each (task, trial) (a rerun supersedes a
+    failed one), in the order they first appear; a torn last line is cut off, any other bad line is a
     ``CorruptLineError`` naming the file and line."""
     path = Path(out_dir) / RESULTS
-    return list(read_models(path, ConversationRecord, "a conversation record", repair=True))
+    latest: dict[tuple[str, int], ConversationRecord] = {}
+    for record in read_models(path, ConversationRecord, "a conversation record", repair=True):
+        latest[(record.task_id, record.trial)] = record
+    return list(latest.values())
+
+
+def load_finished(out_dir: str | Path) -> list[ConversationRecord]:
+    """The run's results: ``load_results`` without the ``failed`` records (no result; a rerun redoes them)."""
+    return [r for r in load_results(out_dir) if r.failed is None]
+
+
+def finished(records: Iterable[ConversationRecord]) -> set[tuple[str, int]]:
+    """The (task, trial) keys of the records that are results (not ``failed``): what a rerun skips."""
+    return {(r.task_id, r.trial) for r in records if r.failed is None}
 
 
 async def evaluate(
@@ -52,7 +68,7 @@ async def evaluate(
     guard: Callable[[], None] | None = None,
     run: RunInfo | None = None,
 ) -> Summary:
-    """Run every (task, trial) not yet in ``results.jsonl`` and write ``summary.json`` over all of them.
+    """Run every (task, trial) not yet finished in ``results.jsonl`` and write ``summary.json`` over all of them.
 
     ``guard`` is called before each result is written and may raise to stop the run (e.g. a dead backend, see
     ``josh.llm.health``); ``run`` is stored in the summary as the run's provenance."""
@@ -63,7 +79,7 @@ async def evaluate(
     ids = [t.id for t in tasks]
     if len(set(ids)) != len(ids):
         raise ValueError("task ids must be unique within an evaluation")
-    done = {(r.task_id, r.trial) for r in load_results(out)}
+    done = finished(load_results(out))
     todo = [(task, k) for k in range(trials) for task in tasks if (task.id, k) not in done]
     earlier_s = _earlier_wall_s(out) if done else 0.0
     start = time.perf_counter()
@@ -82,6 +98,7 @@ async def evaluate(
             records = [r for r in load_results(out) if (r.task_id, r.trial) in wanted]
             wall_s = round(earlier_s + time.perf_counter() - start, 3)
             summary = summarize(records, cost=cost() if cost else 0.0, wall_s=wall_s)
+            summary.pending = len(wanted - finished(records))
             summary.run = run
             summary.reward_notes = dict(getattr(env, "reward_notes", {}))
             write_atomic(out / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
@@ -116,9 +133,10 @@ async def _run_pending(
 
 
 def finished_count(out_dir: str | Path, tasks: Sequence[Task], trials: int) -> int:
-    """How many of the run's (task, trial) conversations ``results.jsonl`` already holds (a rerun skips them)."""
+    """How many of the run's (task, trial) conversations ``results.jsonl`` already holds finished (a rerun skips
+    them)."""
     wanted = {(t.id, k) for t in tasks for k in range(trials)}
-    return len({(r.task_id, r.trial) for r in load_results(out_dir)} & wanted)
+    return len(finished(load_results(out_dir)) & wanted)
 
 
 def _earlier_wall_s(out: Path) -> float:

@@ -24,10 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from josh.agents import AGENTS, make_agent
 from josh.envs import ENVIRONMENTS, build_env
-from josh.eval.evaluate import evaluate, load_results
+from josh.eval.evaluate import evaluate, load_finished
 from josh.eval.metrics import Interval, PairedDifference, Summary, paired_difference
 from josh.eval.summary import fmt_interval
 from josh.llm.base import LLM, aclose_all
+from josh.llm.health import require_complete, stop_if_failing
 from josh.run.components import LLMKey, build_llms, check_llms
 from josh.run.env_judge import attach_judge, env_judge
 from josh.users import USERS, make_user
@@ -218,7 +219,11 @@ async def run_matrix(
                 parts.env, parts.tasks, parts.agents[agent.text], parts.users[user.text], folder,
                 trials=config.trials, concurrency=config.concurrency, max_turns=config.max_turns,
                 cost=lambda spent=spent: parts.cost() - spent, show_progress=progress,
+                guard=lambda: stop_if_failing(parts.llms.values()),
             )  # fmt: skip
+            if summary.failed:  # no comparison over a cell whose LLM failed: its backend is down, or rerun
+                stop_if_failing(parts.llms.values(), ended=True)
+                require_complete(f"cell {agent.text} x {user.text}", summary.pending, summary.failed)
             summaries[agent.text, user.text] = summary, _rewards(folder, parts.tasks, config.trials)
     finally:
         await aclose_all(parts.llms.values())
@@ -234,7 +239,7 @@ def _rewards(folder: Path, tasks: list[Any], trials: int) -> dict[str, list[floa
     """Rewards per task of this matrix's (task, trial) pairs in a cell folder."""
     wanted = {(t.id, k) for t in tasks for k in range(trials)}
     rewards: dict[str, list[float]] = {}
-    for record in load_results(folder):
+    for record in load_finished(folder):
         if (record.task_id, record.trial) in wanted:
             rewards.setdefault(record.task_id, []).append(record.reward)
     return rewards

@@ -27,7 +27,11 @@ class Summary(BaseModel):
     """What ``summary.json`` holds for one evaluation run; ``reward_notes``: how the environment scored the final
     reward, as it says (τ²: whether NL assertions were judged)."""
 
-    conversations: int
+    conversations: int = Field(description="finished conversations: the metrics are over these")
+    failed: int = Field(0, description="conversations whose LLM failed (left out of every metric, redone on rerun)")
+    pending: int = Field(
+        0, description="conversations of the run not finished (not run yet, or failed): 0 when complete"
+    )
     tasks: int
     trials: int
     average_reward: Interval
@@ -101,7 +105,9 @@ def _all_errors(record: ConversationRecord) -> list[ErrorCategory]:
 
 
 def summarize(records: Sequence[ConversationRecord], *, cost: float = 0.0, wall_s: float = 0.0) -> Summary:
-    """Aggregate per-conversation records into the run's summary."""
+    """Aggregate per-conversation records into the run's summary: metrics over the finished ones, the ``failed``
+    ones (see ``josh.llm.health``) counted beside them; LLM calls and tokens over all, as they were spent."""
+    spent, records = records, [r for r in records if r.failed is None]
     by_task: dict[str, list[ConversationRecord]] = defaultdict(list)
     for r in records:
         by_task[r.task_id].append(r)
@@ -121,6 +127,7 @@ def summarize(records: Sequence[ConversationRecord], *, cost: float = 0.0, wall_
     n = len(records)
     return Summary(
         conversations=n,
+        failed=len(spent) - n,
         tasks=len(by_task),
         trials=trials,
         average_reward=bootstrap(rewards),
@@ -130,9 +137,9 @@ def summarize(records: Sequence[ConversationRecord], *, cost: float = 0.0, wall_
         bad_api_use_share=bad_use / n if n else 0.0,
         error_counts=dict(error_counts),
         end_reasons=dict(end_reasons),
-        llm_calls=sum(r.llm_calls for r in records),
-        prompt_tokens=sum(r.prompt_tokens for r in records),
-        completion_tokens=sum(r.completion_tokens for r in records),
+        llm_calls=sum(r.llm_calls for r in spent),
+        prompt_tokens=sum(r.prompt_tokens for r in spent),
+        completion_tokens=sum(r.completion_tokens for r in spent),
         cost=cost,
         wall_s=wall_s,
         diagnostics=summarize_diagnoses(r.diagnosis for r in records),

@@ -22,6 +22,8 @@ def summary_rows(summary: Summary) -> list[tuple[str, str]]:
         ("average reward [95% CI]", fmt_interval(summary.average_reward)),
         ("100% success [95% CI]", fmt_interval(summary.success_rate)),
     ]
+    if summary.failed:
+        rows.insert(1, ("failed (LLM errors: not in the metrics, redone on rerun)", str(summary.failed)))
     rows += [(f"pass^{k}", f"{v:.3f}") for k, v in summary.pass_k.items()]
     rows += [
         ("conversations with malformed output", f"{summary.malformed_share:.1%}"),

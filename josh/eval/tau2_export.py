@@ -32,7 +32,7 @@ from josh import __version__
 from josh.envs.tau2 import RELEASE, Tau2Env, Tau2State
 from josh.envs.tau2.trajectory import TERMINATION, call_messages, evaluate
 from josh.eval.evaluate import evaluate as run_evaluation
-from josh.eval.evaluate import load_results
+from josh.eval.evaluate import load_finished
 from josh.eval.metrics import Summary
 from josh.run.conversation import ConversationRecord
 from josh.run.info import RunInfo
@@ -80,7 +80,7 @@ def read_run(run_dir: str | Path) -> Tau2Run:
             f"{path} is an evaluation on {env or 'an unrecorded environment'}, not on a τ² environment "
             f"({', '.join(TAU2_ENVS)}): only τ² runs export to τ²'s format"
         )
-    records = list({(r.task_id, r.trial): r for r in load_results(path)}.values())
+    records = load_finished(path)
     if not records:
         raise ExportError(f"{path} holds no finished conversation: rerun its `josh eval` command")
     trials = Counter(r.task_id for r in records)

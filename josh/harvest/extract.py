@@ -48,7 +48,7 @@ from josh.llm.models import resolve_model
 from josh.search.tree import Node, Tree, path_messages, trees_file
 from josh.types import ErrorCategory, Message
 from josh.util.atomic import write_atomic
-from josh.util.jsonl import CorruptLineError, read_models
+from josh.util.jsonl import CorruptLineError, iter_numbered, read_models
 from josh.util.layout import EXTRACT_STATS as STATS_FILE
 from josh.util.layout import rows_file
 
@@ -94,6 +94,7 @@ class ExtractStats(BaseModel):
 
     trees: int = 0
     unreadable: int = 0
+    llm_failed: int = Field(0, description="trees whose LLM failed: never harvested (rerun the rollout to redo them)")
     rewarded: int = 0
     accepted: int = 0
     trimmed: int = 0
@@ -127,15 +128,25 @@ class Extracted(BaseModel):
 
 
 def read_trees(path: str | Path, stats: ExtractStats | None = None, *, skip_bad_lines: bool = False) -> Iterator[Tree]:
-    """The trees of a ``trees.jsonl`` file. A line that is not a tree raises ``CorruptLineError`` naming the file
-    and line, unless ``skip_bad_lines``; skipped lines (and a last line cut short by a crash) count as
-    ``unreadable``."""
+    """The finished trees of a ``trees.jsonl`` file: the latest line of each task, unless that tree is ``failed``
+    (its LLM failed: no training data; counted as ``llm_failed``). A line that is not a tree raises
+    ``CorruptLineError`` naming the file and line, unless ``skip_bad_lines``; skipped lines (and a last line cut
+    short by a crash) count as ``unreadable``."""
     stats = stats if stats is not None else ExtractStats()
 
     def skipped(line: int, reason: str) -> None:
         stats.unreadable += 1
 
-    trees = read_models(path, Tree, "a search tree", skip_bad=skip_bad_lines, on_skip=skipped)
+    latest: dict[str, tuple[int, bool]] = {}
+    keep: set[int] = set()  # lines that are not trees stay in, so that reading them reports them
+    for number, value in iter_numbered(path, skip_bad=True):
+        if isinstance(value, dict) and isinstance(value.get("task_id"), str):
+            latest[value["task_id"]] = (number, bool(value.get("failed")))
+        else:
+            keep.add(number)
+    stats.llm_failed += sum(bad for _, bad in latest.values())
+    keep |= {number for number, bad in latest.values() if not bad}
+    trees = read_models(path, Tree, "a search tree", skip_bad=skip_bad_lines, on_skip=skipped, lines=keep)
     try:
         for tree in trees:
             stats.trees += 1
@@ -187,7 +198,10 @@ def clean_path(path: list[Node], config: ExtractConfig) -> Selection:
 
 
 def select(tree: Tree, config: ExtractConfig) -> Selection:
-    """The part of a tree's ideal path that becomes training data, or the reason there is none."""
+    """The part of a tree's ideal path that becomes training data, or the reason there is none (a tree whose LLM
+    failed gives none: ``read_trees`` leaves such trees out, and so does this)."""
+    if tree.failed is not None:
+        return Selection(reason="llm_failed")
     if tree.error is not None or not tree.nodes:
         return Selection(reason="failed_tasks")
     if tree.reward < config.min_reward - 1e-9:

@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from josh.llm.base import LLM, LLMError, run_session
 from josh.llm.factory import llm_config
+from josh.llm.health import stop_if_failing
 from josh.run.components import build_llms, check_llms
 from josh.run.spec import JudgeSpec
 from josh.search.tree import Node, Tree, path_messages
@@ -170,7 +171,7 @@ async def _judge_all(
         verdict.scores, verdict.error = dict(judged.scores), judged.error
         return verdict
 
-    return await write_as_completed(out, (one(r) for r in replies), gate.concurrency)
+    return await write_as_completed(out, (one(r) for r in replies), gate.concurrency, lambda: stop_if_failing([llm]))
 
 
 def _judge(replies: list[Reply], gate: JudgeGate, judge: ReplyJudge, out: Path, llm: LLM | None) -> list[GateVerdict]:

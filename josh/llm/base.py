@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Coroutine, Iterable, Sequence
+from collections import deque
+from collections.abc import Coroutine, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from josh.types import Message, ToolCall
 
@@ -44,8 +47,12 @@ class Completion(BaseModel):
     cost: float = 0.0
 
 
+OUTCOMES_KEPT = 1000  # the longest window of recent request outcomes a failure policy can look at
+
+
 class Usage(BaseModel):
-    """Running totals a backend keeps over its lifetime."""
+    """Running totals a backend keeps over its lifetime, and its latest request outcomes (``streak``: failures in a
+    row; ``recent``: True for an answered request) that the failure policy (``josh.llm.health``) reads."""
 
     calls: int = 0
     prompt_tokens: int = 0
@@ -53,14 +60,28 @@ class Usage(BaseModel):
     cost: float = 0.0
     errors: int = 0
     last_error: str | None = None
+    _streak: int = PrivateAttr(0)
+    _recent: deque[bool] = PrivateAttr(default_factory=lambda: deque(maxlen=OUTCOMES_KEPT))
+
+    @property
+    def streak(self) -> int:
+        return self._streak
+
+    @property
+    def recent(self) -> deque[bool]:
+        return self._recent
 
     def failed(self, error: BaseException) -> None:
         """Count a request that failed after its retries, keeping the latest message for summaries."""
         self.errors += 1
         self.last_error = str(error)[:500]
+        self._streak += 1
+        self._recent.append(False)
 
     def add(self, completions: list[Completion]) -> None:
         self.calls += 1
+        self._streak = 0
+        self._recent.append(True)
         for c in completions:
             self.prompt_tokens += c.prompt_tokens
             self.completion_tokens += c.completion_tokens
@@ -77,6 +98,28 @@ class Spent(BaseModel):
 
 class LLMError(RuntimeError):
     """A backend failed after its retries; callers record it as an error category and go on."""
+
+
+_NOTED: ContextVar[list[str] | None] = ContextVar("josh_llm_failures", default=None)
+
+
+@contextmanager
+def failures_noted() -> Iterator[list[str]]:
+    """The messages of every LLM request that fails inside the block, in this task and the tasks it starts (one
+    conversation, one search tree): a piece of work that hit one is a failure, not a result."""
+    noted: list[str] = []
+    token = _NOTED.set(noted)
+    try:
+        yield noted
+    finally:
+        _NOTED.reset(token)
+
+
+def note_failure(error: BaseException) -> None:
+    """Tell the enclosing ``failures_noted`` block, if any, that a request failed after its retries."""
+    noted = _NOTED.get()
+    if noted is not None:
+        noted.append(str(error)[:500])
 
 
 @runtime_checkable
@@ -116,6 +159,7 @@ class Backend(ABC):
             completions = await self.complete(list(messages), tools, n, sampling or Sampling())
         except LLMError as exc:
             self.usage.failed(exc)
+            note_failure(exc)
             raise
         self.usage.add(completions)
         return completions

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from josh.agents.base import Agent, AgentTurn
 from josh.envs.base import ConversationState, Env
-from josh.llm.base import Spent
+from josh.llm.base import Spent, failures_noted
 from josh.run.diagnostics import Diagnosis, diagnose_conversation
 from josh.run.step import agent_step, spoken
 from josh.run.user_turn import MAX_USER_STEPS, user_turn
@@ -39,6 +39,9 @@ class ConversationRecord(Spent):
     calls: int = 0
     wall_s: float = 0.0
     error: str | None = None
+    failed: str | None = Field(
+        None, description="an LLM request failed after its retries (``llm_error: ...``): no result, redone on rerun"
+    )
     diagnosis: Diagnosis | None = None
 
 
@@ -71,8 +74,19 @@ async def run_conversation(
     far. A user turn may take several steps (``josh.run.user_turn``): calls the user makes on their own side run on
     the state, at most ``max_user_steps`` steps of them per turn, and stay in the transcript, never in the agent's
     history; the categories of the user's bad calls are ``user_tool_errors``. A state with an ``ended`` attribute is
-    told the end reason before the reward.
+    told the end reason before the reward. A conversation in which any LLM request failed after its backend's
+    retries (agent, user or an environment's judge) is ``failed`` (``josh.llm.health``): kept, never a result.
     """
+    with failures_noted() as noted:
+        record = await _converse(env, task, agent, user_sim, max_turns, trial, max_user_steps)
+    if noted or ErrorCategory.LLM_ERROR in record.errors:
+        record.failed = f"llm_error: {noted[-1] if noted else record.error or 'the agent LLM request failed'}"
+    return record
+
+
+async def _converse(
+    env: Env, task: Task, agent: Agent, user_sim: UserSimulator, max_turns: int, trial: int, max_user_steps: int
+) -> ConversationRecord:
     start = time.perf_counter()
     state: ConversationState = env.reset(task)
     history: list[Message] = []
@@ -109,6 +123,9 @@ async def run_conversation(
         history.extend(turn.messages)
         errors.extend(turn.errors)
         transcript.extend(spoken(turn))
+        if ErrorCategory.LLM_ERROR in turn.errors:  # a failed conversation: asking a failing backend on is no use
+            error, end = "the agent's LLM request failed", "agent_error"
+            break
         if state.terminated:
             end = "terminated"
             break

@@ -14,6 +14,7 @@ conversation waits for it; backends bind their connections to the loop they run 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -52,7 +53,8 @@ def blocking_chat(llm: LLM) -> Callable[[list[Message]], str]:
 
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="env-judge") as pool:
             try:
-                return pool.submit(asyncio.run, one()).result()
+                # in this context: a failed request is noted for the conversation it scores (josh.llm.health)
+                return pool.submit(contextvars.copy_context().run, asyncio.run, one()).result()
             except LLMError as exc:
                 raise RuntimeError(f"judge request failed: {exc}") from exc
 

@@ -23,6 +23,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from josh.envs import build_env
+from josh.llm.base import LLMError, Usage
+from josh.llm.health import stop_if_failing
 from josh.run.components import ComponentOptions, Components, build_components, preflight
 from josh.search.algorithm import SearchConfig
 from josh.search.rollout import RolloutOptions, RolloutSession, RunStats, search_task
@@ -73,6 +75,20 @@ class RolloutWorker:
         """The task's tree as a ``trees.jsonl`` line."""
         tree = await search_task(task, self.env, self.agent, self.user, self.search_config)
         return tree.model_dump_json()
+
+
+class ActorBackends:
+    """The actors' backends as the failure policy (``josh.llm.health``) sees them from the driver: one outcome per
+    tree, failed when its search hit an LLM failure after the backend's retries."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.usage = name, Usage()
+
+    def saw(self, tree: Tree) -> None:
+        if tree.failed:
+            self.usage.failed(LLMError(tree.failed.removeprefix("llm_error: ")))
+        else:
+            self.usage.add([])
 
 
 def error_tree(task: Task, search: SearchConfig, reason: str) -> Tree:
@@ -226,10 +242,14 @@ def rollout_on_ray(
         hosts = pool.wait_ready()
         if progress:
             session.console.print(f"{len(hosts)} Ray actors on {len({h.split(':')[0] for h in hosts})} node(s)")
+        backends = ActorBackends(f"{comps.backend}:{comps.model} on the Ray actors")
         with session.recording():
             for result in pool.run(session.todo, options.rollout.concurrency):
                 tree = result if isinstance(result, Tree) else Tree.model_validate_json(result)
+                backends.saw(tree)
+                stop_if_failing([backends])
                 session.record(tree, None if isinstance(result, Tree) else result)
+        stop_if_failing([backends], ended=True)
     finally:
         if pool is not None:
             pool.close()

@@ -2,11 +2,13 @@
 
 Up to ``concurrency`` tasks are searched at the same time, and inside each task every live leaf's request is in
 flight together, so the backend sees all of them at once. Every finished task is appended to ``trees.jsonl`` as
-one line and flushed to disk. Restarting the same command skips the task ids already in the file (a torn last
-line left by a crash is cut off first); a task is never written twice. ``stats.json`` (per-task and total LLM
-calls, turns cut short by LLM errors, tokens, wall time, reward, nodes, and what produced the run) is rewritten from
-the whole file when the run ends, also after a crash, Ctrl-C or SIGTERM; its ``wall_s`` adds up the sessions of the run
-(a session killed outright leaves no time to add).
+one line and flushed to disk. Restarting the same command skips the task ids already finished in the file (a torn
+last line left by a crash is cut off first); a tree recorded as ``failed`` (an LLM request failed, see
+``josh.llm.health``) is searched again, and its new line supersedes the old one: the latest line of a task is its
+tree. ``stats.json`` (per-task and total LLM calls, turns cut short by LLM errors, tokens, wall time, reward, nodes,
+failed and pending trees, and what produced the run) is rewritten from the whole file when the run ends, also after
+a crash, Ctrl-C or SIGTERM; its ``wall_s`` adds up the sessions of the run (a session killed outright leaves no time
+to add).
 The runner takes constructed objects; ``rollout_from_options`` builds them from command-line options.
 """
 
@@ -25,13 +27,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 
 from josh.agents.base import Agent
 from josh.envs.base import Env
-from josh.llm.base import Spent
+from josh.llm.base import Spent, failures_noted
 from josh.llm.health import stop_if_failing
 from josh.run.components import ComponentOptions, build_components
 from josh.run.info import RunInfo
 from josh.search.algorithm import SearchConfig, search
 from josh.search.tree import Tree
-from josh.types import Task
+from josh.types import ErrorCategory, Task
 from josh.users.base import UserSimulator
 from josh.util.atomic import write_atomic
 from josh.util.interrupt import terminate_like_interrupt
@@ -59,12 +61,15 @@ class TaskStats(Spent):
     errors: int = Field(0, description="dead nodes: the agent or user failed on that turn")
     llm_errors: int = Field(0, description="turns cut short by an LLM request that failed after its retries")
     error: str | None = None
+    failed: str | None = None
 
 
 class RunStats(Spent):
-    """``stats.json``: totals over every task in ``trees.jsonl`` and the per-task lines."""
+    """``stats.json``: totals over every finished tree in ``trees.jsonl`` (the latest line of each task), the trees
+    whose LLM failed counted apart (``failed``), and the per-task lines."""
 
     tasks: int = 0
+    failed: int = Field(0, description="trees whose LLM failed: left out of the totals, searched again on rerun")
     success: int = 0
     mean_reward: float = 0.0
     nodes: int = 0
@@ -75,17 +80,23 @@ class RunStats(Spent):
     session_wall_s: float = Field(0.0, description="wall-clock seconds of this session of the command only")
     wall_s: float = Field(0.0, description="wall time of every session of the run so far, this one included")
     skipped_finished: int = Field(0, description="tasks found already finished in trees.jsonl and skipped")
+    pending: int = Field(0, description="tasks of the run not finished (not searched yet, or failed): 0 when complete")
     run: RunInfo | None = None
     per_task: dict[str, TaskStats] = Field(default_factory=dict)
 
 
 def finished_ids(trees_path: Path) -> set[str]:
-    """Task ids already in ``trees_path``; a torn last line is cut off so appends start on a clean line."""
-    return {str(rec["task_id"]) for rec in iter_jsonl(trees_path, repair=True) if "task_id" in rec}
+    """Task ids whose latest tree in ``trees_path`` is finished (not ``failed``); a torn last line is cut off so
+    appends start on a clean line."""
+    failed = {
+        str(rec["task_id"]): bool(rec.get("failed")) for rec in iter_jsonl(trees_path, repair=True) if "task_id" in rec
+    }
+    return {task_id for task_id, bad in failed.items() if not bad}
 
 
 def summarize(trees_path: Path) -> RunStats:
-    """Statistics of every tree in the file (read line by line; trees are never all held in memory)."""
+    """Statistics of the latest tree of each task in the file (read line by line; trees are never all held in
+    memory); trees whose LLM failed are counted, not totalled."""
     stats = RunStats()
     for rec in iter_jsonl(trees_path):
         s = rec.get("stats") or {}
@@ -94,11 +105,13 @@ def summarize(trees_path: Path) -> RunStats:
             max_reward=rec.get("max_reward", 0.0),
             success=bool(rec.get("success")),
             error=rec.get("error"),
+            failed=rec.get("failed"),
             llm_errors=sum(str(e) == "llm_error" for n in rec.get("nodes") or [] for e in n.get("errors") or []),
             **{k: s.get(k, 0) for k in (*Spent.model_fields, "wall_s", "nodes", "errors")},
         )
         stats.per_task[str(rec.get("task_id"))] = task
-    tasks = list(stats.per_task.values())
+    tasks = [t for t in stats.per_task.values() if not t.failed]
+    stats.failed = len(stats.per_task) - len(tasks)
     stats.tasks = len(tasks)
     stats.success = sum(t.success for t in tasks)
     stats.mean_reward = round(sum(t.reward for t in tasks) / len(tasks), 4) if tasks else 0.0
@@ -119,10 +132,20 @@ def earlier_wall_s(out: Path) -> float:
     return float(earlier) if isinstance(earlier, int | float) and earlier >= 0 else 0.0
 
 
-def write_stats(out: Path, start: float, skipped: int, earlier_s: float = 0.0, run: RunInfo | None = None) -> RunStats:
+def write_stats(
+    out: Path,
+    start: float,
+    skipped: int,
+    earlier_s: float = 0.0,
+    run: RunInfo | None = None,
+    wanted: set[str] | None = None,
+) -> RunStats:
     """Summarise ``out/trees.jsonl`` into ``out/stats.json`` for a session that began at ``start`` (perf_counter),
-    after earlier sessions that took ``earlier_s`` seconds; ``run`` says what produced the run."""
+    after earlier sessions that took ``earlier_s`` seconds; ``run`` says what produced the run, ``wanted`` its task
+    ids (those not finished are ``pending``)."""
     stats = summarize(out / TREES_FILE)
+    if wanted is not None:
+        stats.pending = len(wanted - {task_id for task_id, t in stats.per_task.items() if not t.failed})
     stats.session_wall_s = round(time.perf_counter() - start, 3)
     stats.wall_s = round(earlier_s + stats.session_wall_s, 3)
     stats.skipped_finished = skipped
@@ -163,20 +186,24 @@ class _Display:
 
 
 async def search_task(task: Task, env: Env, agent: Agent, user_sim: UserSimulator, config: SearchConfig) -> Tree:
-    """Search one task; a failure outside the agent and user (a bug) is recorded as a failed task."""
+    """Search one task; a failure outside the agent and user (a bug) is recorded as a task that could not be
+    searched, a search in which an LLM request failed after its retries as ``failed`` (``josh.llm.health``)."""
     start = time.perf_counter()
-    try:
-        return await search(task, env, agent, user_sim, config)
-    except Exception as exc:  # one broken task must not stop a long run
-        tree = Tree(task_id=task.id, goals=list(task.goals), n_goals=len(task.goals), config=config.model_dump())
-        tree.error = f"search failed: {type(exc).__name__}: {exc}"
-        tree.stats.wall_s = round(time.perf_counter() - start, 4)
-        return tree
+    with failures_noted() as noted:
+        try:
+            tree = await search(task, env, agent, user_sim, config)
+        except Exception as exc:  # one broken task must not stop a long run
+            tree = Tree(task_id=task.id, goals=list(task.goals), n_goals=len(task.goals), config=config.model_dump())
+            tree.error = f"search failed: {type(exc).__name__}: {exc}"
+            tree.stats.wall_s = round(time.perf_counter() - start, 4)
+    if noted or any(ErrorCategory.LLM_ERROR in node.errors for node in tree.nodes):
+        tree.failed = f"llm_error: {noted[-1] if noted else 'an agent LLM request failed'}"
+    return tree
 
 
 class RolloutSession:
     """One session of a rollout run, whoever searches the tasks (this process, or Ray actors in
-    ``josh.search.distributed``): the tasks still to search (``todo``: not in ``trees.jsonl`` yet, duplicates once), the
+    ``josh.search.distributed``): the tasks still to search (``todo``: not finished in ``trees.jsonl``, duplicates once), the
     progress bar, each finished tree appended to ``trees.jsonl`` (``record``, inside ``recording()``) and
     ``stats.json`` over the whole file (``finish``), with the wall time of the earlier sessions added."""
 
@@ -192,6 +219,7 @@ class RolloutSession:
         self.out = Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         tasks = list(tasks)
+        self.wanted = {t.id for t in tasks}
         done = finished_ids(self.out / TREES_FILE)
         self.todo = _pending(tasks, done)
         self.skipped = len({t.id for t in tasks} & done)
@@ -223,7 +251,7 @@ class RolloutSession:
 
     def finish(self) -> RunStats:
         """Write ``stats.json`` over every tree of the run (call it however the session ended)."""
-        return write_stats(self.out, self.start, self.skipped, self.earlier_s, self.run)
+        return write_stats(self.out, self.start, self.skipped, self.earlier_s, self.run, self.wanted)
 
 
 def _pending(tasks: Iterable[Task], done: set[str]) -> list[Task]:
@@ -291,11 +319,12 @@ class RolloutOptions(BaseModel):
 
 
 def rollout_from_options(options: RolloutOptions, *, progress: bool = True) -> RunStats:
-    """Build env, LLM(s), agent and user from ``options`` and run the rollouts to the end; a backend that fails
-    every request stops the run (``BackendDownError``)."""
+    """Build env, LLM(s), agent and user from ``options`` and run the rollouts to the end; a backend that is down
+    stops the run (``BackendDownError``, see ``josh.llm.health``), also one that failed the last requests of a run
+    that left failed trees."""
     built = build_components(options.components)
     try:
-        return built.run(
+        stats = built.run(
             run_rollouts(
                 built.tasks,
                 built.env,
@@ -308,5 +337,8 @@ def rollout_from_options(options: RolloutOptions, *, progress: bool = True) -> R
                 run=options.components.run_info(),
             )  # fmt: skip
         )
+        if stats.failed:
+            stop_if_failing(built.llms, ended=True)
+        return stats
     finally:
         built.close()

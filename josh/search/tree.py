@@ -71,7 +71,8 @@ class Tree(BaseModel):
     between that prompt and the conversation (worked examples as chat turns) and ``tools`` the tool schemas it was
     offered; extraction puts all three into the training rows. ``protocol`` names the agent's output protocol
     (``None`` for a scripted agent, and in runs older than the field); the viewer reads the turns with it. ``error`` is set only when the task could not be searched
-    at all (e.g. it has no goals or the environment rejected it).
+    at all (e.g. it has no goals or the environment rejected it). ``failed`` is set when an LLM request of the search
+    failed after its retries (``josh.llm.health``): the tree is no result, never harvested, searched again on rerun.
     """
 
     task_id: str
@@ -88,6 +89,7 @@ class Tree(BaseModel):
     nodes: list[Node] = Field(default_factory=list)
     stats: TreeStats = Field(default_factory=TreeStats)
     error: str | None = None
+    failed: str | None = None
 
     def node(self, node_id: int) -> Node:
         node = self.nodes[node_id]

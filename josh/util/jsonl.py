@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Container, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -98,10 +98,14 @@ def read_models(
     repair: bool = False,
     skip_bad: bool = False,
     on_skip: OnSkip | None = None,
+    lines: Container[int] | None = None,
 ) -> Iterator[M]:
     """Each line of ``path`` as a ``model`` (``what`` names it in errors: "path: line 3 is not a tree: ..."); bad
-    lines are handled as in ``iter_numbered``, lines that are JSON but not a ``model`` too."""
+    lines are handled as in ``iter_numbered``, lines that are JSON but not a ``model`` too. ``lines``: only these
+    line numbers (e.g. the latest record of each key)."""
     for number, value in iter_numbered(path, repair=repair, skip_bad=skip_bad, on_skip=on_skip):
+        if lines is not None and number not in lines:
+            continue
         try:
             yield model.model_validate(value)
         except ValidationError as exc:
@@ -168,10 +172,13 @@ class JsonlWriter:
         self.close()
 
 
-async def write_as_completed(path: str | Path, jobs: Iterable[Awaitable[M]], concurrency: int) -> list[M]:
+async def write_as_completed(
+    path: str | Path, jobs: Iterable[Awaitable[M]], concurrency: int, guard: Callable[[], None] | None = None
+) -> list[M]:
     """Await ``jobs``, at most ``concurrency`` at a time, started in their order (so a scripted or seeded LLM answers
     the same way on every run), appending each result to the JSONL file ``path`` as it finishes (a killed run keeps
-    what finished); the results in finishing order."""
+    what finished); the results in finishing order. ``guard`` is called before each write and may raise to stop the
+    run (a backend that is down, see ``josh.llm.health``): the jobs still running are cancelled."""
     slots = asyncio.Semaphore(concurrency)
 
     async def bounded(job: Awaitable[M]) -> M:
@@ -180,8 +187,16 @@ async def write_as_completed(path: str | Path, jobs: Iterable[Awaitable[M]], con
 
     tasks = [asyncio.ensure_future(bounded(job)) for job in jobs]
     done: list[M] = []
-    with JsonlWriter(path) as writer:
-        for finished in asyncio.as_completed(tasks):
-            done.append(await finished)
-            writer.write(done[-1])
+    try:
+        with JsonlWriter(path) as writer:
+            for finished in asyncio.as_completed(tasks):
+                result = await finished
+                if guard is not None:
+                    guard()
+                done.append(result)
+                writer.write(result)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     return done

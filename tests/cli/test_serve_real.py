@@ -158,3 +158,38 @@ def test_native_tool_calls_round_trip_through_the_server(adapter, merged, tmp_pa
         assert after_result.text == asyncio.run(trained_turn(local, upto=4)).text
     finally:
         local.close()
+
+
+def test_a_server_killed_mid_evaluation_stops_the_run_and_nothing_after_counts_as_done(tmp_path) -> None:
+    """``josh serve``'s server killed once the first conversation is written: ``josh eval`` exits non-zero within
+    seconds naming the backend, and every record written after the kill is failed (redone on rerun)."""
+    import time
+
+    from tests.fakes.process import start_josh
+
+    server = start(served_folder("smollm2"), tmp_path / "server.log")
+    out = tmp_path / "run"
+    fast = ["--llm-option", "max_retries=1", "--llm-option", "backoff_s=0.05", "--llm-option", "timeout_s=120"]
+    args = ["eval", "--out", str(out), *AGENT, *GREEDY, "--limit", "6", "--max-turns", "2", "--concurrency", "2"]
+    child = start_josh([*args, "--backend", "openai", "--model", server.model, "--base-url", server.base_url, *fast])
+    results = out / "results.jsonl"
+    try:
+        deadline = time.monotonic() + 600
+        while not (results.is_file() and results.read_text().strip()) and child.poll() is None:
+            assert time.monotonic() < deadline, "no conversation finished within 10 minutes"
+            time.sleep(0.2)
+        written_before = len(results.read_text().splitlines())
+        server.process.kill()
+        killed = time.monotonic()
+        output, _ = child.communicate(timeout=120)
+        stopped_s = time.monotonic() - killed
+    finally:
+        server.stop()
+        if child.poll() is None:
+            child.kill()
+    print(f"josh serve killed -> josh eval stopped in {stopped_s:.2f} s (process exit included)")
+    assert child.returncode not in (0, None), output
+    assert f"{server.base_url} is down" in output and "Traceback" not in output
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert all(row["failed"] for row in rows[written_before:])
+    assert stopped_s < 30

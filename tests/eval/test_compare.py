@@ -17,7 +17,7 @@ from josh.eval.compare import CompareError, compare_evaluations, parse_spec
 def write_eval(folder: Path, rewards: dict[str, list[float]], split: str = "test") -> str:
     """An evaluation folder as ``josh eval`` leaves it: results.jsonl (one line per trial) and summary.json."""
     folder.mkdir(parents=True)
-    lines = [json.dumps({"task_id": t, "reward": r}) for t, rs in rewards.items() for r in rs]
+    lines = [json.dumps({"task_id": t, "trial": k, "reward": r}) for t, rs in rewards.items() for k, r in enumerate(rs)]
     (folder / "results.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     run = {"env": "toolwoz", "data": "mini", "split": split, "user": "agenda"}
     (folder / "summary.json").write_text(json.dumps({"run": run}), encoding="utf-8")

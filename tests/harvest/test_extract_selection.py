@@ -106,3 +106,20 @@ async def test_random_branches_follow_the_same_error_rule() -> None:
     stats = ExtractStats()
     assert random_rows([tree], ExtractConfig(trim_at_failure=True), 0, stats).sft == []
     assert stats.with_errors == 1
+
+
+async def test_a_failed_tree_is_never_harvested_and_its_rerun_supersedes_it(tmp_path) -> None:
+    """``trees.jsonl`` as a rollout interrupted by a backend outage and resumed leaves it: a task's failed tree,
+    then its finished one; another task failed and not yet redone. Only the finished tree gives rows."""
+    from josh.harvest.extract import extract
+
+    good, other = await grow(FULL), await grow(FULL, task_id="t1")
+    failed = good.model_copy(update={"failed": "llm_error: Connection error."})
+    lines = [failed, other.model_copy(update={"failed": "llm_error: Connection error."}), good]
+    (tmp_path / "trees.jsonl").write_text("".join(t.model_dump_json() + "\n" for t in lines))
+    stats = extract(tmp_path / "trees.jsonl", tmp_path / "out")
+    assert (stats.trees, stats.llm_failed, stats.accepted) == (1, 1, 1)
+    assert json.loads((tmp_path / "out" / "sft.jsonl").read_text().splitlines()[0])["messages"][-1]["content"] == (
+        "reply 1.0.1"
+    )
+    assert len((tmp_path / "out" / "sft.jsonl").read_text().splitlines()) == 1

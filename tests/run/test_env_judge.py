@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from josh.llm.base import LLMError
+from josh.llm.base import LLMError, failures_noted
 from josh.llm.scripted import ScriptedLLM
 from josh.run.components import ComponentOptions, run_judge
 from josh.run.env_judge import blocking_chat
@@ -50,3 +50,13 @@ def test_a_loop_recipe_sets_env_options_in_its_setup_and_they_are_checked(tmp_pa
     recipe = LoopRecipe.model_validate({"name": "r", "output_dir": str(tmp_path), "setup": setup, "sft": {}})
     with pytest.raises(ValueError, match=r"bad option judge='gpt4' for the tau2-retail environment \(--env-option\)"):
         check_names(ComponentOptions(**recipe.setup.model_dump()))
+
+
+def test_a_failed_judge_request_is_noted_for_the_conversation_it_scores() -> None:
+    def down(messages, tools, index):
+        raise LLMError("judge: gave up after 3 attempts: APIConnectionError")
+
+    ask = blocking_chat(ScriptedLLM(down))
+    with failures_noted() as noted, pytest.raises(RuntimeError, match="judge request failed"):
+        ask([user("Was the reply right?")])
+    assert noted == ["judge: gave up after 3 attempts: APIConnectionError"]

@@ -95,15 +95,18 @@ def test_an_unreachable_base_url_stops_at_once(command, tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-def test_a_backend_that_fails_every_request_stops_the_run_and_writes_no_results(tmp_path):
+def test_a_backend_that_fails_every_request_stops_the_run_and_writes_no_results_as_done(tmp_path):
     server = FakeServer()
     server.behaviours = ["500"] * 1000
     args = ["--backend", "openai", "--model", "m", "--base-url", server.url, "--llm-option", "max_retries=0"]
     result = run("eval", *args, "--limit", "4", "--no-progress", "--out", str(tmp_path / "e"))
     assert result.exit_code == 2, result.output
     assert len(lines(result.output)) == 1
-    assert re.search(r"error: all \d+ requests to the LLM backend \(m\) failed, none answered", result.output)
-    assert not (tmp_path / "e" / "results.jsonl").read_text().strip()
+    assert re.search(
+        r"error: the LLM backend openai:m at \S+ is down: all \d+ requests failed, none answered", result.output
+    )
+    written = [json.loads(line) for line in (tmp_path / "e" / "results.jsonl").read_text().splitlines()]
+    assert all(record["failed"].startswith("llm_error: ") for record in written)  # none counts as done
     rollout = run("rollout", *args, "--limit", "2", "--no-progress", "--out", str(tmp_path / "r"))
     assert rollout.exit_code == 2 and len(lines(rollout.output)) == 1
     stats = json.loads((tmp_path / "r" / "stats.json").read_text())

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from josh.eval.evaluate import load_results
+from josh.eval.evaluate import load_finished
 from josh.eval.judge.parse import JudgeOutputError, first_object
 from josh.eval.judge.rubric import MAX_WHY
 from josh.llm.base import Spent
@@ -103,7 +103,7 @@ def load_runs(paths: Sequence[str | Path]) -> list[ArenaRun]:
     runs = []
     for label, folder in zip(run_labels(folders), folders, strict=True):
         info = _run_info(folder)
-        records = {(r.task_id, r.trial): r for r in load_results(folder)}
+        records = {(r.task_id, r.trial): r for r in load_finished(folder)}
         if not records:
             raise FileNotFoundError(f"no conversations in {folder}: run `josh eval --out {folder}` first")
         runs.append(ArenaRun(label, folder, info["env"], info.get("data") or "mini", records))

@@ -33,6 +33,7 @@ from josh.eval.judge.ranking import ModelRank, Outcome, rank
 from josh.eval.judge.runner import ask_judge, policy_of
 from josh.eval.summary import fmt_interval
 from josh.llm.base import LLM, Spent, run_session
+from josh.llm.health import stop_if_failing
 from josh.run.components import build_llms, check_llms
 from josh.util.atomic import write_atomic
 from josh.util.jsonl import read_models, write_as_completed
@@ -116,7 +117,7 @@ async def arena_run(
     ]
     by_label = {run.label: run for run in runs}
     work = (_judge_one(llm, by_label, job, policy, grammar) for job in jobs)
-    new = await write_as_completed(out / ARENA_JUDGEMENTS, work, concurrency)
+    new = await write_as_completed(out / ARENA_JUDGEMENTS, work, concurrency, lambda: stop_if_failing([llm]))
     summary = summarize_arena(runs, previous + new, judge=judge)
     write_atomic(out / ARENA_SUMMARY, summary.model_dump_json(indent=2) + "\n")
     plot_arena(summary, out / ARENA_PLOT)

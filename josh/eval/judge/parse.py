@@ -1,10 +1,12 @@
 """Reading a judge's answer: the first JSON object in its text, each dimension's score an integer in range (a bare
-number or a numeric string is accepted, as is ``{"score": n}`` without a reason). Anything else is a
-``JudgeOutputError`` naming what was wrong, which the runner counts as a failed judgement."""
+number or a numeric string is accepted, as is ``{"score": n}`` without a reason). Anything else (non-finite or
+huge numbers, nesting past the decoder's depth included) is a ``JudgeOutputError`` naming what was wrong, which the
+runner counts as a failed judgement; no answer makes it raise anything else."""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,12 +18,15 @@ class JudgeOutputError(ValueError):
 
 
 def first_object(text: str) -> dict[str, Any]:
-    """The first JSON object in ``text`` (prose or code fences around it are ignored)."""
+    """The first JSON object in ``text`` (prose or code fences around it are ignored); nesting too deep for the
+    decoder is a ``JudgeOutputError`` at once (trying each inner brace again would take quadratic time)."""
     decoder = json.JSONDecoder()
     start = text.find("{")
     while start != -1:
         try:
             value, _ = decoder.raw_decode(text, start)
+        except RecursionError:
+            raise JudgeOutputError("the judge's answer is nested too deeply") from None
         except ValueError:
             start = text.find("{", start + 1)
             continue
@@ -45,6 +50,8 @@ def _score(name: str, value: Any) -> tuple[int, str]:
             value = float(value.strip())
         except ValueError:
             raise JudgeOutputError(f"{name}: score {value!r} is not a number") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise JudgeOutputError(f"{name}: score {value!r} is not a finite number")
     if not isinstance(value, int | float) or value != int(value):
         raise JudgeOutputError(f"{name}: score {value!r} is not a whole number")
     if not LOW <= int(value) <= HIGH:

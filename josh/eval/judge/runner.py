@@ -20,11 +20,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from josh.envs.base import Env
-from josh.eval.evaluate import load_results
+from josh.eval.evaluate import load_finished
 from josh.eval.judge.parse import JudgeOutputError, parse_judgement
 from josh.eval.judge.rubric import DIMENSIONS, PROMPT_VERSION, TurnJudgement, judge_grammar, judge_messages
 from josh.eval.metrics import Interval, bootstrap
 from josh.llm.base import LLM, LLMError, Sampling, Spent
+from josh.llm.health import stop_if_failing
 from josh.run.conversation import ConversationRecord
 from josh.run.info import RunInfo
 from josh.types import Message
@@ -135,7 +136,7 @@ async def judge_run(
     """Judge every reply of ``run_dir``'s conversations that ``judge`` has not yet judged (a failed judgement is
     retried), then write and return the summary (``run``: the provenance it records)."""
     run_dir = Path(run_dir)
-    records = load_results(run_dir) if (run_dir / RESULTS).is_file() else []
+    records = load_finished(run_dir) if (run_dir / RESULTS).is_file() else []
     if not records:
         raise FileNotFoundError(f"no conversations to judge in {run_dir}: run `josh eval --out {run_dir}` first")
     start = time.perf_counter()
@@ -144,7 +145,7 @@ async def judge_run(
     jobs = [_Job(record=r, turn=t) for r in records for t in reply_turns(r) if (r.task_id, r.trial, t) not in done]
     policy = policy_of(env)
     work = (_judge_one(llm, job, policy, grammar, judge) for job in jobs)
-    new = await write_as_completed(run_dir / JUDGEMENTS, work, concurrency)
+    new = await write_as_completed(run_dir / JUDGEMENTS, work, concurrency, lambda: stop_if_failing([llm]))
     summary = summarize(previous + new, judge=judge)
     summary.wall_s, summary.run = round(time.perf_counter() - start, 3), run
     write_atomic(run_dir / JUDGE_SUMMARY, summary.model_dump_json(indent=2) + "\n")

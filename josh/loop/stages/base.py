@@ -14,6 +14,7 @@ merger), so the scripted tests run the whole loop without a model.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,15 @@ from josh.training.recipe import TrainRecipe
 Trainer = Callable[[TrainRecipe, bool], Path]
 Builder = Callable[[ComponentOptions], Components]
 Merger = Callable[[Path, Path, str], Path]
+
+
+def complete(summary: Path) -> bool:
+    """A run's ``summary.json`` or ``stats.json`` is there and counts nothing ``pending`` (a failed conversation or
+    tree, see ``josh.llm.health``, is pending: the stage runs again and redoes it)."""
+    try:
+        return int(json.loads(summary.read_text(encoding="utf-8")).get("pending") or 0) == 0
+    except (OSError, ValueError, AttributeError, TypeError):
+        return False
 
 
 class Unfinished(Exception):

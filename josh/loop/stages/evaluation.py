@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from josh.eval.evaluate import evaluate
-from josh.loop.stages.base import Stage, StageContext
+from josh.llm.health import require_complete, stop_if_failing
+from josh.loop.stages.base import Stage, StageContext, complete
 from josh.loop.stages.manifest import Input
 from josh.types import Task
 from josh.util.layout import RESULTS, SUMMARY
@@ -39,7 +40,7 @@ class EvalStage(Stage):
         return [self.results, self.summary]
 
     def done(self) -> bool:
-        return self.summary.is_file()  # written once every conversation is in results.jsonl
+        return complete(self.summary)  # written when the run ends; whole once no conversation is pending
 
     def run(self) -> None:
         spec = self.ctx.recipe.eval
@@ -57,10 +58,12 @@ class EvalStage(Stage):
                     max_turns=spec.max_turns,
                     cost=built.cost,
                     show_progress=self.ctx.progress,
+                    guard=lambda: stop_if_failing(built.llms),
                 )  # fmt: skip
             )
         finally:
             built.close(cancel=False)  # its backends are done
+        require_complete(self.name, summary.pending, summary.failed, "rerun the loop")
         self.ctx.log(
             f"  {self.label}: average reward {summary.average_reward.mean:.3f}, "
             f"100% success {summary.success_rate.mean:.3f} over {summary.conversations} conversations"

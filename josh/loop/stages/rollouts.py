@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from josh.llm.base import Sampling
-from josh.loop.stages.base import Stage, StageContext
+from josh.llm.health import require_complete, stop_if_failing
+from josh.loop.stages.base import Stage, StageContext, complete
 from josh.loop.stages.manifest import Input
 from josh.search.rollout import RolloutConfig, run_rollouts
 from josh.types import Task
@@ -63,7 +64,7 @@ class RolloutStage(Stage):
         return [self.trees, self.stats]
 
     def done(self) -> bool:
-        return self.stats.is_file()  # written when the search ends, also after a crash or Ctrl-C
+        return complete(self.stats)  # written when the search ends, also after a crash; whole once none is pending
 
     def run(self) -> None:
         spec = self.spec
@@ -72,11 +73,19 @@ class RolloutStage(Stage):
         try:
             stats = built.run(
                 run_rollouts(
-                    self.tasks, built.env, built.agent, built.user, self.folder, config, progress=self.ctx.progress
-                )
+                    self.tasks,
+                    built.env,
+                    built.agent,
+                    built.user,
+                    self.folder,
+                    config,
+                    progress=self.ctx.progress,
+                    guard=lambda: stop_if_failing(built.llms),
+                )  # fmt: skip
             )
         finally:
             built.close(cancel=False)  # its backends are done
+        require_complete(self.name, stats.pending, stats.failed, "rerun the loop")
         self.ctx.log(
             f"  {stats.tasks} trees, {stats.success} reached 100%, mean reward {stats.mean_reward:.3f}, "
             f"{stats.llm_calls} LLM calls, {stats.session_wall_s:.0f} s"

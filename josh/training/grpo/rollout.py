@@ -23,7 +23,8 @@ Nothing is truncated and nothing crashes the run. A conversation is *skipped* (r
 its group's baseline and gives it no advantage; all its tokens masked) and counted when it is longer than
 ``max_length`` tokens (``too_long``: its next prompt, or the whole conversation), when the environment raised during a
 tool call (``env_error``) or on reset or scoring, when the user simulator failed (``user_error``), when the agent or
-its backend failed (``agent_error``, ``llm_error``), or when the agent produced no output (``no_turn``). A group whose
+its backend failed (``agent_error``, ``llm_error``), or when the agent produced no output (``no_turn``); a batch after
+which a backend is down (``josh.llm.health``: an out-of-memory ``generate`` every time, say) stops the training. A group whose
 scored conversations all have the same reward (advantage 0 for all) is skipped too (``equal_groups``), when the
 whole group is in this process's batch.
 """
@@ -195,7 +196,7 @@ def _failure(record: Any, trace: Trace) -> str | None:
         return "too_long"
     if record.end_reason in ("user_error", "agent_error"):
         return record.end_reason
-    if ErrorCategory.LLM_ERROR in record.errors:
+    if record.failed is not None or ErrorCategory.LLM_ERROR in record.errors:  # josh.llm.health: no result
         return "llm_error"
     return None
 

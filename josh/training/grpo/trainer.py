@@ -24,6 +24,7 @@ from typing import Any
 from josh.agents import AGENTS, make_agent
 from josh.envs import build_env
 from josh.llm.base import Sampling
+from josh.llm.health import stop_if_failing
 from josh.run.components import build_llms, check_llms
 from josh.training.config import base_arguments
 from josh.training.data import to_dataset
@@ -199,6 +200,7 @@ class ConversationRollout:
             for k, s in zip(keys, seeds, strict=True)
         ]
         results = run_batch(conversations, [self.user_llm] if self.user_llm is not None else [])
+        stop_if_failing(llm for llm in (getattr(agent, "llm", None), self.user_llm) if llm is not None)
         sequences = [
             encode(record, trace, agent, self.tasks[k], self.tokenizer, self.recipe.max_length)
             for k, (record, trace) in zip(keys, results, strict=True)
