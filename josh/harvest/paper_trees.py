@@ -136,7 +136,7 @@ def _outputs(key: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
     return outputs
 
 
-def _authors_calls(text: str) -> list[tuple[Any, Any] | None]:
+def authors_calls(text: str) -> list[tuple[Any, Any] | None]:
     """The calls the authors' agent read from an output, as its code read them: end markers, newlines and
     backslashes removed, split at PLAN / APICALL / SPEAK, the widest ``{...}`` of each APICALL parsed as JSON."""
     flat = text.replace(END_MARKER, "").strip().replace("\n", "").replace("\\", "")
@@ -174,7 +174,7 @@ def _read(text: str, results: list[str], stats: ConvertStats) -> tuple[list[Mess
     stats.spoke_before_result += "SPEAK" in parsed.dropped
     answered = [user("\n".join(f"{RESULT_PREFIX} {r}" for r in results))]
     mine = [(c.call.name, c.call.arguments) if c.ok else None for c in parsed.calls]
-    if mine != _authors_calls(text)[: len(results)] or len(mine) != len(results):
+    if mine != authors_calls(text)[: len(results)] or len(mine) != len(results):
         stats.read_differently += 1
         return [assistant(text), *answered], [ErrorCategory.MALFORMED], None
     errors = [e for c, r in zip(parsed.calls, results, strict=True) if (e := _result_error(r, c.call.name))]
