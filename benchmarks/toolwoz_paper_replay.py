@@ -113,8 +113,12 @@ def search_cause(env: ToolWOZEnv, task: Task, name: str, arguments: Any, recorde
         return "a time josh cannot read (HH:MM:SS, 'before'): josh matches no row"
     goal = plan.searches[0] if plan is not None and plan.searches else None
     entity_rows = table.rows_with_key(plan.entity) if plan is not None and plan.entity else ()
+    if not served and plan is not None and plan.entity and not entity_rows:
+        return "the task's booked entity is not in josh's DB (named otherwise): josh serves nothing"
     if not served and goal is not None and entity_rows and not any(r in goal.rows for r in entity_rows):
         return "the task's booked entity breaks its own search goal: josh serves nothing"
+    if not served and goal is not None and is_subset(goal.constraints, checked.args) and plan.bookings:
+        return "goal in the arguments, booked entity outside them, every match fits the goal: josh serves nothing"
     if not recorded:
         row = served[0] if served else {}
         if query.timed:
@@ -207,6 +211,8 @@ def unmet_cause(env: ToolWOZEnv, state: ConversationState, index: int) -> str:
     plan = TaskPlan.compile(task, env.db).domains.get(domain)
     table = env.db.tables.get(domain)
     search = plan.searches[0] if plan is not None and plan.searches else None
+    if plan is not None and plan.entity and table is not None and not table.rows_with_key(plan.entity):
+        return f"{goal.name} unmet: the booked entity is not in josh's DB (named otherwise; unsolvable in josh)"
     entity_rows = table.rows_with_key(plan.entity) if plan is not None and plan.entity and table is not None else ()
     if search is not None and entity_rows and not any(r in search.rows for r in entity_rows):
         return f"{goal.name} unmet: the booked entity breaks the task's own search goal (unsolvable in josh)"
