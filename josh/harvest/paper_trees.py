@@ -4,13 +4,16 @@ Each ``training_paths`` entry is one node of the authors' binary tree: the full 
 conversation to that node's agent turn (trailing user messages trimmed), ``is_successful`` (the node leads to a
 leaf that earned a reward in some step) and ``is_golden_path`` (the node leads to the leaf chosen as the new root
 at a collapse). The lists share their prefixes, so they are merged into a trie of agent turns: a josh node per
-agent turn, with the user's reply taken from any longer list that runs through it. Flags map as: golden →
-``ideal``; successful but not golden → ``partial``; not golden → ``pruned`` (every dumped node not on the golden
-path was discarded at that collapse). The authors' ``system`` message "Error: Agent ran out of retries." (a turn
-that never spoke) is left out of the messages; the turn carries ``no_reply``. Assistant outputs are read with josh's ReACT parser and logged as josh logs
-them (the part acted on); results stay as the model saw them. Tool errors come from what the authors' environment
-answered. The records keep no partial reward: a tree is stored with reward 1.0 when ``100_percent_reached``,
-else 0.0.
+agent turn, with the user's reply taken from any longer list that runs through it (identical outputs of two leaves
+that the user answered differently stay two nodes). Flags map as: golden → ``ideal``; successful but not golden →
+``partial``; not golden → ``pruned`` (every dumped node not on the golden path was discarded at that collapse).
+
+The authors' writer generated one command at a time; the assistant messages up to a result are read as one josh
+output with josh's ReACT parser and logged as josh logs them (the part acted on); results stay as the model saw
+them. Tool errors come from what the authors' environment answered; an output josh reads otherwise than the
+authors' code did is ``malformed``. The authors' ``system`` message "Error: Agent ran out of retries." (a turn that
+never spoke) is left out; such a turn carries ``no_reply``. The records keep no partial reward: a tree is stored
+with reward 1.0 when ``100_percent_reached``, else 0.0.
 """
 
 from __future__ import annotations
@@ -99,6 +102,12 @@ def _units(messages: Sequence[PaperMessage]) -> tuple[str | None, list[tuple[tup
     return ("\n".join(opening) if opening else None), turns
 
 
+def _same(node: _Turn, key: tuple[tuple[str, str], ...], reply: str | None) -> bool:
+    """Whether a turn is ``node``: the same agent messages, and no other user reply (identical outputs of two
+    leaves that the user answered differently are two nodes)."""
+    return node.key == key and (reply is None or node.reply_to is None or node.reply_to == reply)
+
+
 def _trie(rollout: PaperRollout) -> tuple[str | None, list[_Turn]]:
     """The authors' node lists merged into one trie of agent turns (node 0 is the root)."""
     nodes = [_Turn(0, None, 0, ())]
@@ -108,7 +117,7 @@ def _trie(rollout: PaperRollout) -> tuple[str | None, list[_Turn]]:
         opening = opening or head
         current = nodes[0]
         for key, reply in turns:
-            found = next((nodes[c] for c in current.children if nodes[c].key == key), None)
+            found = next((nodes[c] for c in current.children if _same(nodes[c], key, reply)), None)
             if found is None:
                 found = _Turn(len(nodes), current.id, current.depth + 1, key)
                 nodes.append(found)

@@ -63,6 +63,16 @@ def test_a_hand_built_record_maps_flags_and_rows(tmp_path) -> None:
     assert [r["label"] for r in kto] == [True, False] and stats.extract.accepted == 1
 
 
+def test_identical_outputs_answered_differently_stay_two_nodes(tmp_path) -> None:
+    other = {"role": "user", "content": "No, somewhere in the north."}
+    data = record()
+    data["training_paths"].append([[OPENING, CALL, RESULT, SPEAK, other, WRONG], False, False])
+    import_paper(archive(tmp_path / "r.zip", {MEMBER.format("SNG0001"): data}), tmp_path / "out")
+    tree = next(read_trees(tmp_path / "out" / "trees.jsonl"))
+    replies = sorted(n.user for n in tree.nodes if n.parent == 0 and n.reply == "Dojo Noodle Bar is cheap and central.")
+    assert replies == sorted([REPLY["content"], other["content"]])
+
+
 @pytest.mark.parametrize(
     ("members", "problem"),
     [
