@@ -41,6 +41,25 @@ def registries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(josh.agents, "_PROTOCOLS", dict(josh.agents._PROTOCOLS))
 
 
+PAPER_WHEEL = "josh-train==0.1.4"
+
+
+@pytest.fixture(scope="session")
+def paper_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The authors' josh-train 0.1.4 wheel (their JOSH rollouts and ToolWOZ data), fetched once per session with
+    ``pip download`` from the package index; ``$JOSH_PAPER_WHEEL`` names an already downloaded copy."""
+    import subprocess
+    import sys
+
+    given = os.environ.get("JOSH_PAPER_WHEEL")
+    if given:
+        return Path(given)
+    folder = tmp_path_factory.mktemp("josh-train")
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", PAPER_WHEEL, "-d", str(folder), "-q"]
+    subprocess.run(command, check=True, timeout=600)
+    return next(folder.glob("josh_train-*.whl"))
+
+
 # The suite's cost, printed at the end of every run (CI's log shows the next test that breaks the budget):
 # the time spent per marker, setup and teardown included, beside pytest's --durations list of the slowest tests.
 COST_MARKERS = ("vllm", "slow")  # a test counts under the first of these it carries, else under "fast"

@@ -1,0 +1,45 @@
+"""``josh train sft`` / ``kto`` on a handful of the rows imported from the authors' JOSH rollouts (slow)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from josh.harvest.paper_import import import_paper
+from josh.training.recipe import load_recipe
+from tests.training_data import write_jsonl
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+FAST = ["optim.logging_steps=1", "optim.gradient_accumulation_steps=1", "optim.max_steps=1"]
+
+
+@pytest.fixture(scope="module")
+def imported(paper_wheel, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("paper") / "rows"
+    import_paper(paper_wheel, out)
+    return out
+
+
+def shortest(path: Path, n: int, label: bool | None = None) -> list[dict]:
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    chosen = [r for r in rows if label is None or r["label"] is label]
+    return sorted(chosen, key=lambda r: len(json.dumps(r)))[:n]
+
+
+@pytest.mark.parametrize("method", ["sft", "kto"])
+def test_imported_rows_train_unchanged(method, imported, tmp_path) -> None:
+    from josh.training.runner import train
+
+    if method == "sft":
+        rows = shortest(imported / "sft.jsonl", 2)
+    else:
+        rows = shortest(imported / "kto.jsonl", 2, True) + shortest(imported / "kto.jsonl", 2, False)
+    data = write_jsonl(tmp_path / f"{method}.jsonl", rows)
+    recipe = load_recipe(ROOT / f"recipes/tiny-{method}.yaml", [*FAST, f"data={data}", f"output_dir={tmp_path}"])
+    run_dir = train(recipe)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["global_step"] == 1 and metrics["loss_curve"]
+    assert (run_dir / "adapter_model.safetensors").is_file()
