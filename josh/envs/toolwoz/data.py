@@ -12,7 +12,6 @@ Sources, by name or path:
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,6 +21,7 @@ from josh.envs.toolwoz.multiwoz import DataFormatError, load_multiwoz
 from josh.envs.toolwoz.task import task_line
 from josh.types import Task
 from josh.util.atomic import write_atomic
+from josh.util.cache import cache_dir
 from josh.util.jsonl import brief
 
 ENV = "toolwoz"  # what a task file leaves out (``task_line``): every task in it plays ToolWOZ
@@ -57,7 +57,7 @@ def mini_dir() -> Path:
     """The shipped mini set, or a copy generated once into ``$JOSH_CACHE`` (default ``~/.cache/josh``)."""
     if (SHIPPED_MINI / "tasks_test.jsonl").is_file():
         return SHIPPED_MINI
-    cached = Path(os.environ.get("JOSH_CACHE", Path.home() / ".cache" / "josh")) / "toolwoz_mini"
+    cached = cache_dir() / "toolwoz_mini"
     if not (cached / "tasks_test.jsonl").is_file():
         from josh.envs.toolwoz.mini import write_mini
 
@@ -122,13 +122,14 @@ def load_toolwoz(source: str | Path = "mini", *, db_dir: str | Path | None = Non
     path = mini_dir() if str(source) == "mini" else Path(source)
     if not path.exists():
         raise DataFormatError(f"{source}: no such ToolWOZ source (use 'mini', a folder, or a dataset.zip)")
+    folder = path if path.is_dir() else path.parent
+    database = Path(db_dir) if db_dir else find_db_dir(folder)
     task_files = sorted(path.glob("tasks_*.jsonl")) if path.is_dir() else []
     if task_files:
         names = sorted((f.stem.removeprefix("tasks_") for f in task_files), key=_split_rank)
         sources = {name: path / f"tasks_{name}.jsonl" for name in names}
         splits = Splits({name: read_tasks(file) for name, file in sources.items()}, sources)
     else:
-        loaded = load_multiwoz(path)
+        loaded = load_multiwoz(path, db_dir=database)
         splits = Splits(loaded, dict.fromkeys(loaded, path))
-    folder = path if path.is_dir() else path.parent
-    return ToolWOZData(Path(db_dir) if db_dir else find_db_dir(folder), splits)
+    return ToolWOZData(database, splits)
