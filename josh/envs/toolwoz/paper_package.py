@@ -10,6 +10,7 @@ returns the path of the cached wheel after checking its sha256 against the pinne
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,10 @@ VERSION = "0.1.4"
 WHEEL = "josh_train-0.1.4-py3-none-any.whl"
 WHEEL_SHA256 = "e905d1d28e28cb809011d3b5651ecb45eda5721df08cd1126d50c4990af205fa"
 PIP_TIMEOUT_S = 600
+_UNREACHABLE = re.compile(
+    r"Failed to establish a new connection: [^\"')]+|Name or service not known|Temporary failure in name resolution"
+    r"|Read timed out|ProxyError[^\"')]*"
+)
 
 
 class PaperPackageError(RuntimeError):
@@ -44,10 +49,12 @@ def sha256_of(path: Path) -> str:
 
 
 def _pip_problem(output: str) -> str:
-    """pip's last ``ERROR:`` line (or its last line), the one that says what went wrong."""
+    """pip's last ``ERROR:`` line (or its last line), and why the index could not be reached when pip said so."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     errors = [line.removeprefix("ERROR: ") for line in lines if line.startswith("ERROR:")]
-    return (errors or lines or ["no output"])[-1]
+    problem = (errors or lines or ["no output"])[-1]
+    unreachable = _UNREACHABLE.findall(output)
+    return f"{problem}; {unreachable[-1]}" if unreachable else problem
 
 
 def _download(into: Path) -> Path:
