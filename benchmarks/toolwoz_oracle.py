@@ -5,7 +5,7 @@
 
 Install the data first (``josh data download toolwoz --source pypi``). Each split goes through
 ``josh.eval.evaluate.evaluate``, the path ``josh eval`` takes, writing into a temporary folder. The target is every
-task at 1.0 except the documented defects (``details.defect``; ``docs/toolwoz-paper-data.md``). The load average
+task at 1.0 except the documented defects (``details.defect``; ``docs/concepts/toolwoz-paper-data.md``). The load average
 is printed beside the times, as the machine may be shared.
 """
 

@@ -185,7 +185,11 @@ def _load(source: str) -> ToolWOZData:
 
 
 @data_app.command()
-def stats(source: str = typer.Argument("mini", help="'mini', a folder, or a dataset.zip")) -> None:
+def stats(
+    source: str = typer.Argument(
+        "mini", help="'mini', 'toolwoz' (the paper's, once downloaded), a folder, or a dataset.zip"
+    ),
+) -> None:
     """Tasks per split: single-domain tasks, search/book goals, fail cases, tasks per domain, goals repaired against
     the database and annotation defects (tasks nobody can complete; their ids are listed)."""
     from josh.envs.toolwoz.task import DOMAINS  # deferred: keeps josh --help light

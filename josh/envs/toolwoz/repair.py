@@ -5,7 +5,7 @@ entity otherwise than the database (``ask`` for ``ask restaurant``), the wizard 
 user's own constraints (a Friday train for a Thursday goal, a guest house with parking for a goal without), or the
 booking names no entity at all. A repair keeps the user's constraints (the goal text says them) and changes only
 which entity the booking goal names; a task that no repair makes completable carries a ``defect``. The rules and
-their counts are in ``docs/toolwoz-paper-data.md``.
+their counts are in ``docs/concepts/toolwoz-paper-data.md``.
 """
 
 from __future__ import annotations
