@@ -121,3 +121,15 @@ def test_an_interrupted_install_leaves_no_source_and_the_rerun_resumes(paper_ins
     assert not any(name.startswith("toolwoz/") for name in left)  # the named source was not made
     assert "josh-train/" + WHEEL in left and ".toolwoz.partial/data.json" in left  # kept for the rerun
     assert not any(name.endswith(".part") for name in left)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("split", ["test", "val"])
+def test_the_oracle_completes_every_task_of_the_paper_release(paper_toolwoz: Path, tmp_path: Path, split: str) -> None:
+    out = tmp_path / "run"
+    args = ["eval", "--env", "toolwoz", "--data", "toolwoz", "--split", split, "--agent", "oracle", "--user", "agenda"]
+    result = runner.invoke(app, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == {"test": 450, "val": 793}[split]
+    assert [r["task_id"] for r in rows if r["reward"] != 1.0] == []
