@@ -83,7 +83,11 @@ def _tau2(domain: str) -> Callable[..., Env]:
     return build
 
 
-register_env("toolwoz", _toolwoz, summary="MultiWOZ-based bookings ('mini' or a folder made by `josh data`)")
+register_env(
+    "toolwoz",
+    _toolwoz,
+    summary="MultiWOZ-based bookings ('mini', 'toolwoz' = the paper's, or a folder made by `josh data`)",
+)
 register_env("retail", _retail, summary="tau-bench retail")
 register_env("airline", _airline, summary="tau-bench airline")
 for _domain in ("airline", "retail", "telecom"):

@@ -17,6 +17,7 @@ from typing import Any
 from josh.llm.base import LLMError
 from josh.types import Message
 from josh.util.atomic import write_atomic, write_folder_atomic
+from josh.util.cache import cache_dir
 
 DEFAULT_MODEL = "smollm2"
 SMOLLM2_ALIASES = {"smollm2", "smollm2-135m", "smollm2-135m-instruct", "huggingfacetb/smollm2-135m-instruct"}
@@ -29,7 +30,7 @@ class ModelNotFoundError(FileNotFoundError):
 
 def cache_root() -> Path:
     """Where josh caches converted models (``$JOSH_CACHE`` or ``~/.cache/josh``)."""
-    return Path(os.environ.get("JOSH_CACHE", Path.home() / ".cache" / "josh"))
+    return cache_dir()
 
 
 def chatml_template() -> str:

@@ -19,7 +19,7 @@ class EnvSpec(_Part):
     """The environment, its data and its options."""
 
     env: str = Field("toolwoz", description="environment")
-    data: str = Field("mini", description="data source: 'mini' or a folder (see `josh data`)")
+    data: str = Field("mini", description="data source: 'mini', 'toolwoz' (the paper's) or a folder (see `josh data`)")
     env_options: dict[str, Any] = Field(default_factory=dict, description="environment option")
 
 

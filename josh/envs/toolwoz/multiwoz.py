@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from josh.envs.toolwoz.db import ToolWOZDB
+from josh.envs.toolwoz.repair import Checked, check_goal
 from josh.envs.toolwoz.task import DOMAINS, ENTITY_KEY, EXCLUDED_DOMAINS, DomainGoal, make_task
 from josh.types import Message, Task
 
@@ -80,7 +82,8 @@ def booked_entities(log: list[Any], goals: Mapping[str, DomainGoal]) -> dict[str
     """Per domain with a ``book`` goal, the last entity booked in the last system turn.
 
     The last system turn is the final log entry when it has metadata, else the one before it. A booked entry
-    that lacks its key (``name`` / ``trainID``) takes it from that turn's belief state when the state has it.
+    that lacks its key (``name`` / ``trainID``) takes it from that turn's belief state when the state has it; one
+    still without a key is kept (the database check names a stand-in, ``josh.envs.toolwoz.repair``).
     """
     if not log:
         return {}
@@ -99,8 +102,7 @@ def booked_entities(log: list[Any], goals: Mapping[str, DomainGoal]) -> dict[str
         fallback = (state.get("semi") or {}).get(key)
         if key not in entity and fallback not in (None, "", "not mentioned"):
             entity[key] = str(fallback)
-        if key in entity:
-            out[domain] = entity
+        out[domain] = entity
     return out
 
 
@@ -118,8 +120,9 @@ def dialogue_to_task(
     goal_record: Mapping[str, Any] | None = None,
     split: str | None = None,
     source: str = "data.json",
+    db: ToolWOZDB | None = None,
 ) -> Task:
-    """One MultiWOZ dialogue as a ToolWOZ task.
+    """One MultiWOZ dialogue as a ToolWOZ task, its goal checked against ``db`` when given.
 
     ``goal_record`` (the same dialogue from ``delex.json`` in the ToolWOZ release) supplies the goal text and the
     booked entities when given; the transcript always comes from ``record``. Errors name the file and the id.
@@ -129,10 +132,13 @@ def dialogue_to_task(
         goal = goal_source["goal"]
         goals = domain_goals(goal)
         booked = booked_entities(list(goal_source.get("log") or []), goals)
+        checked = check_goal(goals, booked, db) if db is not None else Checked(goals, booked, {}, "")
         return make_task(
             task_id=dialogue_id.removesuffix(".json"),
-            goal=goals,
-            booked=booked,
+            goal=checked.goal,
+            booked=checked.booked,
+            repairs=checked.repairs,
+            defect=checked.defect,
             user_goal=goal_text(goal.get("message")),
             split=split,
             transcript=transcript(record.get("log") or []),
@@ -170,14 +176,16 @@ def build_splits(
     *,
     goal_records: Mapping[str, Any] | None = None,
     source: str = "data.json",
+    db: ToolWOZDB | None = None,
 ) -> dict[str, list[Task]]:
-    """Tasks per split (``train``, ``val``, ``test``, ``full_test``); ``test`` shares its tasks with ``full_test``."""
+    """Tasks per split (``train``, ``val``, ``test``, ``full_test``), goals checked against ``db`` when given;
+    ``test`` shares its tasks with ``full_test``."""
     ids = split_ids(universe_ids(dialogues, source), test_list, val_list)
 
     def task(dialogue_id: str, split: str) -> Task:
         goal_record = goal_records.get(dialogue_id) if goal_records is not None else None
         return dialogue_to_task(
-            dialogue_id, dialogues[dialogue_id], goal_record=goal_record, split=split, source=source
+            dialogue_id, dialogues[dialogue_id], goal_record=goal_record, split=split, source=source, db=db
         )
 
     full_test = [task(i, "test") for i in ids["full_test"]]
@@ -239,10 +247,13 @@ def load_dialogue_source(path: Path) -> tuple[dict[str, Any], dict[str, Any] | N
     return data, delex, label
 
 
-def load_multiwoz(path: str | Path, *, lists_dir: str | Path | None = None) -> dict[str, list[Task]]:
+def load_multiwoz(
+    path: str | Path, *, lists_dir: str | Path | None = None, db_dir: str | Path | None = None
+) -> dict[str, list[Task]]:
     """Tasks per split from a MultiWOZ folder (``data.json`` + split lists) or the ToolWOZ release layout.
 
-    ``lists_dir`` holds the split lists when they are not beside the data (for a zip: its folder).
+    ``lists_dir`` holds the split lists when they are not beside the data (for a zip: its folder); with ``db_dir``
+    (the database folder) every goal is checked and repaired against the database.
     """
     path = Path(path)
     if not path.exists():
@@ -250,4 +261,5 @@ def load_multiwoz(path: str | Path, *, lists_dir: str | Path | None = None) -> d
     data, delex, label = load_dialogue_source(path)
     folder = Path(lists_dir) if lists_dir else (path if path.is_dir() else path.parent)
     test_list, val_list = split_lists(folder)
-    return build_splits(data, test_list, val_list, goal_records=delex, source=label)
+    db = ToolWOZDB.load(db_dir) if db_dir is not None else None
+    return build_splits(data, test_list, val_list, goal_records=delex, source=label, db=db)

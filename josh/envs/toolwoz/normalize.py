@@ -18,7 +18,7 @@ NO_CONSTRAINT = frozenset({"", "dontcare", "dont care", "do nt care", "not menti
 
 _APOSTROPHES = str.maketrans("", "", "'\u2019\u2018`\u00b4")
 _SPACE = re.compile(r"\s+")
-_CLOCK = re.compile(r"(\d{1,2}):(\d{2})(?:\s*([ap])\.?m\.?)?")
+_CLOCK = re.compile(r"(\d{1,2}):(\d{2})(?::[0-5]\d)?(?:\s*([ap])\.?m\.?)?")  # seconds are dropped
 _HOUR = re.compile(r"(\d{1,2})\s*([ap])\.?m\.?")
 _CACHE_LIMIT = 256
 
@@ -51,7 +51,7 @@ _normalize_cached = lru_cache(maxsize=65536)(_normalize_text)
 
 
 def normalize(value: Any) -> str:
-    """The comparable form of one value: ``"King's  College "`` → ``"kings college"``, ``9:00`` → ``"09:00"``."""
+    """The comparable form of one value: ``"King's  College "`` → ``"kings college"``, ``9:00`` and ``09:00:00`` → ``"09:00"``."""
     if type(value) is str:
         return _normalize_cached(value) if len(value) <= _CACHE_LIMIT else _normalize_text(value)
     if isinstance(value, str):

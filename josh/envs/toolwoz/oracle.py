@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from josh.agents import register_agent
@@ -49,6 +49,12 @@ from josh.types import Message, Task, ToolCall, assistant, tool_result
 _BOOKING_WORDS = re.compile(r"\bbook|\breserv")
 _YES_NO_SLOTS = {"parking": r"parking", "internet": r"internet|wi-?fi"}
 _NEGATION = re.compile(r"\b(without|no|dont need|do not need|not needed|dont want)\b")
+_UNITS = {"stars": r"\s*-?\s*stars?\b", "stay": r"\s*(nights?|days?)\b"}
+
+
+def _whole(needle: str, text: str, unit: str = "") -> Iterator[re.Match[str]]:
+    """Mentions of ``needle`` as a whole phrase in ``text`` (followed by the pattern ``unit`` when given)."""
+    return re.finditer(rf"(?<![a-z0-9]){re.escape(needle)}(?![a-z0-9])" + (f"(?={unit})" if unit else ""), text)
 
 
 def _clean(slots: Mapping[str, str]) -> dict[str, str]:
@@ -84,14 +90,17 @@ class UserView:
         }
         self.floor = 0
 
-    def last(self, value: str) -> int:
-        """Offset of the last mention of ``value`` as a whole phrase, or -1."""
+    def last(self, value: str, *, unit: str = "", outside: Sequence[str] = ()) -> int:
+        """Offset of the last mention of ``value`` as a whole phrase (followed by ``unit`` when given, and not
+        part of a mention of a phrase in ``outside``: ``european`` inside ``northern european``), or -1."""
         needle = plain_text(value)
         if not needle:
             return -1
+        covered = [m.span() for phrase in outside if plain_text(phrase) for m in _whole(plain_text(phrase), self.text)]
         found = -1
-        for match in re.finditer(rf"(?<![a-z0-9]){re.escape(needle)}(?![a-z0-9])", self.text):
-            found = match.start() if match.start() >= self.floor else found
+        for match in _whole(needle, self.text, unit):
+            inside = any(start <= match.start() and match.end() <= end for start, end in covered)
+            found = match.start() if match.start() >= self.floor and not inside else found
         return found
 
     def yes_no(self, slot: str) -> list[tuple[int, str]]:
@@ -103,12 +112,13 @@ class UserView:
             said.append((at, "no" if _NEGATION.search(clause) else "yes"))
         return said
 
-    def slot_mention(self, slot: str, value: str) -> int:
-        """Offset of the last mention of a slot value (yes/no slots: of a phrase stating that value)."""
+    def slot_mention(self, slot: str, value: str, outside: Sequence[str] = ()) -> int:
+        """Offset of the last mention of a slot value (yes/no slots: of a phrase stating that value; star ratings
+        and stays: of the number with its unit, so ``5 people`` is no 5-star request)."""
         if slot in _YES_NO_SLOTS:
             wanted = normalize(value)
             return max((at for at, said in self.yes_no(slot) if not wanted or said == wanted), default=-1)
-        return self.last(value)
+        return self.last(value, unit=_UNITS.get(slot, ""), outside=outside)
 
     def masked(self, domain: str) -> str:
         """The text with the other domains' names and stations blanked (a restaurant called "... hotel ...")."""
@@ -133,11 +143,12 @@ class UserView:
 
 
 def _holds_to_fail(view: UserView, base: dict[str, str], fail: dict[str, str]) -> bool:
-    """Whether the user currently holds to some ``fail`` value (mentioned after the ``base`` value it replaces)."""
+    """Whether the user currently holds to some ``fail`` value (mentioned after the ``base`` value it replaces;
+    a mention of one inside a mention of the other counts for the longer one only)."""
     return any(
         key in base
         and normalize(base[key]) != normalize(value)
-        and view.slot_mention(key, value) > view.slot_mention(key, base[key])
+        and view.slot_mention(key, value, [base[key]]) > view.slot_mention(key, base[key], [value])
         for key, value in fail.items()
     )
 

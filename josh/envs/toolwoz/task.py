@@ -37,12 +37,16 @@ class ToolWOZDetails(BaseModel):
     """What ``Task.details`` holds for a ToolWOZ task.
 
     ``booked`` maps a domain to the entity the original dialogue booked, e.g. ``{"name": ..., "reference": ...}``
-    or ``{"trainID": ..., "reference": ...}``; a booking goal exists only for those domains.
+    or ``{"trainID": ..., "reference": ...}``; a booking goal exists only for those domains. ``repairs`` says, per
+    domain, what the database check changed (``josh.envs.toolwoz.repair``); ``defect`` why the task cannot be
+    completed at all (empty for a sound task).
     """
 
     domains: list[str]
     goal: dict[str, DomainGoal]
     booked: dict[str, dict[str, str]] = Field(default_factory=dict)
+    repairs: dict[str, str] = Field(default_factory=dict)
+    defect: str = ""
 
 
 def _clean_book(book: dict[str, Any]) -> dict[str, str]:
@@ -58,7 +62,7 @@ def derive_goals(details: ToolWOZDetails) -> list[Goal]:
         if info:
             goals.append(Goal(name=f"search_{domain}", parameters=info))
         booked = details.booked.get(domain)
-        if domain in BOOK_SLOTS and spec.book and booked:
+        if domain in BOOK_SLOTS and spec.book and booked and ENTITY_KEY[domain] in booked:
             key = ENTITY_KEY[domain]
             params = {k: v for k, v in _clean_book(spec.book).items() if k in BOOK_SLOTS[domain]}
             params[key] = booked[key]
@@ -71,20 +75,24 @@ def make_task(
     goal: dict[str, DomainGoal],
     *,
     booked: dict[str, dict[str, str]] | None = None,
+    repairs: dict[str, str] | None = None,
+    defect: str = "",
     user_goal: str = "",
     split: str | None = None,
     transcript: list[Message] | None = None,
 ) -> Task:
     """Build a ToolWOZ ``Task`` from its per-domain goal; domains keep the canonical order."""
     domains = [d for d in DOMAINS if d in goal]
-    details = ToolWOZDetails(domains=domains, goal={d: goal[d] for d in domains}, booked=booked or {})
+    details = ToolWOZDetails(
+        domains=domains, goal={d: goal[d] for d in domains}, booked=booked or {}, repairs=repairs or {}, defect=defect
+    )
     return Task(
         id=task_id,
         env="toolwoz",
         split=split,
         user_goal=user_goal,
         goals=derive_goals(details),
-        details=details.model_dump(),
+        details=details.model_dump(exclude={k for k in ("repairs", "defect") if not getattr(details, k)}),
         transcript=transcript or [],
     )
 

