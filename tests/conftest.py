@@ -41,23 +41,19 @@ def registries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(josh.agents, "_PROTOCOLS", dict(josh.agents._PROTOCOLS))
 
 
-PAPER_WHEEL = "josh-train==0.1.4"
-
-
 @pytest.fixture(scope="session")
 def paper_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The authors' josh-train 0.1.4 wheel (their JOSH rollouts and ToolWOZ data), fetched once per session with
-    ``pip download`` from the package index; ``$JOSH_PAPER_WHEEL`` names an already downloaded copy."""
-    import subprocess
-    import sys
+    """The authors' josh-train 0.1.4 wheel (their JOSH rollouts and ToolWOZ data), fetched once per session from the
+    package index by josh's own ``paper_wheel`` (sha256 checked) into a fresh cache; ``$JOSH_PAPER_WHEEL`` names an
+    already downloaded copy."""
+    from josh.envs.toolwoz import paper_package
 
     given = os.environ.get("JOSH_PAPER_WHEEL")
     if given:
         return Path(given)
-    folder = tmp_path_factory.mktemp("josh-train")
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", PAPER_WHEEL, "-d", str(folder), "-q"]
-    subprocess.run(command, check=True, timeout=600)
-    return next(folder.glob("josh_train-*.whl"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JOSH_CACHE", str(tmp_path_factory.mktemp("josh-cache")))
+        return paper_package.paper_wheel()
 
 
 # The suite's cost, printed at the end of every run (CI's log shows the next test that breaks the budget):

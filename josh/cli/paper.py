@@ -14,8 +14,11 @@ console = Console()
 
 
 def import_paper(
-    archive: Path = typer.Option(
-        ..., "--archive", help="the josh-train 0.1.4 wheel, or the llama3-josh-toolwoz-for-KTO.zip inside it"
+    archive: Path | None = typer.Option(
+        None,
+        "--archive",
+        help="the josh-train 0.1.4 wheel, or the llama3-josh-toolwoz-for-KTO.zip inside it (default: the wheel in "
+        "josh's cache, fetched from the package index and checked against its pinned sha256 on first use)",
     ),
     out: Path = typer.Option(..., "--out", help="a new (or empty) folder for trees.jsonl and the rows"),
     min_reward: float = typer.Option(
@@ -30,6 +33,10 @@ def import_paper(
     from josh.harvest.paper_import import import_paper as run_import  # deferred: keeps josh --help light
 
     with reported():
+        if archive is None:
+            from josh.envs.toolwoz.paper_package import paper_wheel  # deferred: keeps josh --help light
+
+            archive = paper_wheel()
         stats = run_import(archive, out, ExtractConfig(min_reward=min_reward, trim_at_failure=trim_at_failure))
     table = Table(title=f"the authors' JOSH rollouts -> {out}")
     table.add_column("count")

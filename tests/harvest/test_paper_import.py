@@ -103,8 +103,16 @@ def test_a_file_that_is_no_zip_or_a_full_folder_is_refused(tmp_path) -> None:
 
 @pytest.fixture(scope="module")
 def imported(paper_wheel, tmp_path_factory) -> Path:
+    """The command as a user runs it: no --archive, so the verified wheel in josh's cache (the session's copy)."""
+    from josh.envs.toolwoz.paper_package import WHEEL
+
+    cache = tmp_path_factory.mktemp("cache")
+    (cache / "josh-train").mkdir()
+    (cache / "josh-train" / WHEEL).symlink_to(paper_wheel)
     out = tmp_path_factory.mktemp("paper") / "imported"
-    result = CliRunner().invoke(app, ["data", "import-paper", "--archive", str(paper_wheel), "--out", str(out)])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JOSH_CACHE", str(cache))
+        result = CliRunner().invoke(app, ["data", "import-paper", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "926" in result.output and "631" in result.output
     return out
