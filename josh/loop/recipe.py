@@ -72,6 +72,33 @@ class ControlsSpec(StrictModel):
     )
 
 
+class WarmStartSpec(WarmStartConfig):
+    """The loop's warm start: scripted demonstrations (``WarmStartConfig``), or (``rows``) the SFT rows of a file
+    made elsewhere, e.g. the paper's own rollouts imported by ``josh data import-paper``; ``kto_rows`` then adds KTO
+    on those rows' SFT model (the ``warm_kto`` recipe)."""
+
+    rows: Path | None = Field(
+        None,
+        description="an SFT rows file (TRL conversational rows, e.g. import-paper's sft.jsonl) trained on instead of "
+        "scripted demonstrations; tasks, skip, agent, user, max_turns and min_reward are then unused",
+    )
+    limit: int | None = Field(None, ge=1, description="rows: take the file's first `limit` rows (default: all)")
+    kto_rows: Path | None = Field(
+        None,
+        description="a KTO rows file (e.g. import-paper's kto.jsonl): the warm-start SFT model, merged, is trained on "
+        "it with the warm_kto recipe and evaluated as 'warm start+KTO' (the policy that searches stays the SFT one)",
+    )
+    kto_limit: int | None = Field(None, ge=1, description="kto_rows: take the file's first `kto_limit` rows")
+
+    @model_validator(mode="after")
+    def _check_rows(self) -> WarmStartSpec:
+        if self.limit is not None and self.rows is None:
+            raise ValueError("warm_start.limit takes the first rows of warm_start.rows: give rows")
+        if self.kto_limit is not None and self.kto_rows is None:
+            raise ValueError("warm_start.kto_limit takes the first rows of warm_start.kto_rows: give kto_rows")
+        return self
+
+
 ARMS = ("sft", "kto", "tree", "grpo")
 
 
@@ -101,7 +128,12 @@ class LoopRecipe(StrictModel):
         description="the run spec, as `josh eval` / `josh rollout` take it; model: the base policy",
     )
     baseline: bool = Field(True, description="evaluate the base model before any training")
-    warm_start: WarmStartConfig | None = None
+    warm_start: WarmStartSpec | None = None
+    warm_kto: TrainRecipe | None = Field(
+        None,
+        description="KTO on the warm start: the warm-start SFT model merged into a full model (also KTO's "
+        "reference), trained on warm_start.kto_rows and evaluated beside it; the rounds' KTO arm is the kto section",
+    )
     rollout: RolloutSpec = Field(default_factory=RolloutSpec)
     extract: ExtractConfig = Field(default_factory=ExtractConfig)
     sft: TrainRecipe | None = None
@@ -153,8 +185,15 @@ class LoopRecipe(StrictModel):
             raise ValueError("give at least one training arm: sft, kto, tree or grpo")
         if self.warm_start is not None and self.warm_start.enabled and self.sft is None:
             raise ValueError("warm_start trains with the sft recipe: add an sft arm")
-        for method in self.arm_keys:
-            arm = self.arm_recipe(method)
+        warm = self.warm_start if self.warm_start is not None and self.warm_start.enabled else None
+        if (self.warm_kto is not None) != (warm is not None and warm.kto_rows is not None):
+            raise ValueError(
+                "warm_kto trains on warm_start.kto_rows: give both or neither (with the warm start enabled)"
+            )
+        if self.warm_kto is not None and self.warm_kto.method != "kto":
+            raise ValueError(f"warm_kto is a KTO recipe: its method is {self.warm_kto.method!r}, not 'kto'")
+        named = [(m, self.arm_recipe(m)) for m in self.arm_keys] + [("warm_kto", self.warm_kto)]
+        for method, arm in named:
             if arm is not None and arm.model.name != self.setup.model:
                 raise ValueError(
                     f"{method}.model.name ({arm.model.name}) must be the loop's base model setup.model "

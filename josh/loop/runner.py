@@ -6,7 +6,9 @@ and/or KTO → evaluation on the same held-out tasks, optional controls, and a r
 
     loop.yaml                        the resolved recipe
     round-0/baseline/                evaluation of the base model
-    round-0/warmstart/data/ train/ eval/   scripted demonstrations, the SFT adapter trained on them, its evaluation
+    round-0/warmstart/data/ train/ eval/   scripted demonstrations (or warm_start.rows), the SFT adapter trained on
+                                     them, its evaluation
+    round-0/warmstart-kto/data/ merge/ train/ eval/   warm_start.kto_rows, the warm start merged, KTO on it (warm_kto)
     round-0/control-retrain/train/ eval/   the start policy retrained on its own rows (controls.retrain)
     round-R/rollouts/                JOSH search trees of round R (the policy of round R-1 searches)
     round-R/extract/                 sft.jsonl, kto.jsonl, dpo.jsonl, extract_stats.json
@@ -37,12 +39,11 @@ from typing import Any
 
 from rich.console import Console
 
-from josh.harvest.warmstart import WarmStartConfig
 from josh.loop.arms import ARMS, check_arms
 from josh.loop.arms.base import BASE, WARM_START, Model, Round, model_label
 from josh.loop.arms.control_random import draws_in, run_control_random
 from josh.loop.arms.control_retrain import run_control_retrain
-from josh.loop.recipe import LoopRecipe
+from josh.loop.recipe import LoopRecipe, WarmStartSpec
 from josh.loop.render import save_report
 from josh.loop.report import build_report
 from josh.loop.result import RETRAIN, Evaluated, LoopResult, Note, Pair, RoundRecord
@@ -53,11 +54,13 @@ from josh.loop.stages import (
     Merger,
     MergeStage,
     RolloutStage,
+    RowsStage,
     StageContext,
     Trainer,
     TrainStage,
     Unfinished,
     WarmStartStage,
+    kto_labels,
     merge_with_peft,
     rollout_tasks,
     train_with_trl,
@@ -65,7 +68,9 @@ from josh.loop.stages import (
 from josh.run.components import build_components
 from josh.training.recipe import TrainRecipe
 from josh.util.atomic import write_atomic
-from josh.util.layout import LOOP_RECIPE
+from josh.util.layout import LOOP_RECIPE, WARMSTART_ROWS
+
+WARM_KTO = "warm start+KTO"  # the report label of KTO on the warm start (warm_kto)
 
 TRAIN_SEED_STEP = 100  # train_seeds: the k-th further training seed of a model is its seed + k * TRAIN_SEED_STEP
 
@@ -141,6 +146,8 @@ class Loop:
             )
             self.result.compare(WARM_START, BASE, "warm start", optional_baseline=True)
             self.policy, self.policy_label = train.adapter, WARM_START
+            if recipe.warm_kto is not None:
+                self.warm_kto(recipe.warm_start, train.adapter, recipe.warm_kto)
         start = self.policy_label
         self.grpo_start = self.policy if isinstance(self.policy, Path) else None
         if recipe.controls.retrain:
@@ -157,11 +164,39 @@ class Loop:
         self.ctx.execute(EvalStage(self.ctx, label, folder, model))
         self.result.evaluated.append(Evaluated(label=label, round=round_, folder=folder, arm=arm))
 
-    def warm_start(self, config: WarmStartConfig) -> Path:
-        """Scripted demonstrations in the agent's format; returns their SFT file."""
-        stage = WarmStartStage(self.ctx, config)
+    def warm_start(self, config: WarmStartSpec) -> Path:
+        """Scripted demonstrations in the agent's format, or the first rows of ``config.rows``; returns their SFT
+        file."""
+        folder = self.run_dir / "round-0" / "warmstart" / "data"
+        stage: WarmStartStage | RowsStage = (
+            RowsStage(self.ctx, "warm-start data", folder, config.rows, config.limit, WARMSTART_ROWS)
+            if config.rows is not None
+            else WarmStartStage(self.ctx, config)
+        )
         self.ctx.execute(stage)
         return stage.rows
+
+    def warm_kto(self, config: WarmStartSpec, adapter: Path, arm: TrainRecipe) -> None:
+        """KTO on the warm start (``warm_kto``): the warm-start adapter merged into a full model, which is also KTO's
+        reference, trained on the first rows of ``config.kto_rows``, evaluated and compared with the warm start."""
+        assert config.kto_rows is not None and self.recipe.sft is not None
+        folder = self.run_dir / "round-0" / "warmstart-kto"
+        rows = RowsStage(
+            self.ctx, "warm-start KTO data", folder / "data", config.kto_rows, config.kto_limit, "kto.jsonl"
+        )
+        self.ctx.execute(rows)
+        good, bad = kto_labels([rows.rows])
+        if not (good and bad):
+            self.note(WARM_KTO, 0, f"KTO needs good and bad turns; its rows have {good} good and {bad} bad")
+            return
+        base = self.merge("warm-start merge", adapter, folder / "merge", self.recipe.sft.model.dtype)
+        train = self.train_stage("warm-start train-kto", folder / "train", arm, [rows.rows], "kto", base=base)
+        if train.adapter is None:
+            self.note(WARM_KTO, 0, f"could not be trained: {train.why_ended()}")
+            return
+        self.evaluate(WARM_KTO, 0, folder / "eval", train.adapter, "kto")
+        self.result.compare(WARM_KTO, WARM_START, "KTO on SFT")
+        self.result.compare(WARM_KTO, BASE, "vs base", optional_baseline=True)
 
     def train_stage(self, name: str, folder: Path, arm: TrainRecipe, *args: Any, **how: Any) -> TrainStage:
         """Train one arm (see ``TrainStage`` for the arguments); a trained model is listed for the report."""

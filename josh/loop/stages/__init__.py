@@ -7,7 +7,7 @@ from josh.loop.stages.extraction import ExtractStage, TreeExtractStage, kto_labe
 from josh.loop.stages.merging import MergeStage, merge_with_peft
 from josh.loop.stages.rollouts import RolloutStage, rollout_tasks
 from josh.loop.stages.training import ENDED, TrainStage, train_with_trl
-from josh.loop.stages.warm_start import WarmStartStage, prompt_of
+from josh.loop.stages.warm_start import RowsStage, WarmStartStage, prompt_of
 
 __all__ = [
     "ENDED",
@@ -17,6 +17,7 @@ __all__ = [
     "MergeStage",
     "Merger",
     "RolloutStage",
+    "RowsStage",
     "Stage",
     "StageContext",
     "TrainStage",

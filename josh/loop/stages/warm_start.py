@@ -1,8 +1,11 @@
-"""The warm-start data stage: scripted demonstrations rewritten in the prompted agent's own format (``sft.jsonl``,
-written by ``josh.harvest.warmstart``)."""
+"""The warm-start data stages: scripted demonstrations rewritten in the prompted agent's own format (``sft.jsonl``,
+written by ``josh.harvest.warmstart``), or the first rows of a rows file made elsewhere (``RowsStage``: the paper's
+imported rollouts, ``josh data import-paper``)."""
 
 from __future__ import annotations
 
+import json
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +13,8 @@ from josh.agents import agent_prompt
 from josh.agents.prompted import AgentPrompt
 from josh.harvest.warmstart import WarmStartConfig, warm_start
 from josh.loop.stages.base import Stage, StageContext
+from josh.loop.stages.manifest import Input
+from josh.util.atomic import write_atomic
 from josh.util.layout import WARMSTART_ROWS as ROWS_FILE
 
 
@@ -29,8 +34,9 @@ class WarmStartStage(Stage):
 
     def settings(self) -> dict[str, Any]:
         # training epochs do not change the rows; the default agent is left out so older runs keep their digest
+        unused = {"epochs", "rows", "limit", "kto_rows", "kto_limit"}  # the loop's rows options (josh.loop.recipe)
         rows = self.config.model_dump(
-            mode="json", exclude={"epochs", *(["agent"] if self.config.agent == "oracle" else [])}
+            mode="json", exclude=unused | ({"agent"} if self.config.agent == "oracle" else set())
         )
         return {"warm_start": rows, "setup": self.ctx.setup_settings()}
 
@@ -43,3 +49,48 @@ class WarmStartStage(Stage):
         self.ctx.log(f"  {stats.rows} demonstrations from {stats.conversations} scripted conversations")
         if stats.rows == 0:
             raise ValueError("the warm start produced no demonstrations; check warm_start.tasks and the user")
+
+
+def system_prompt(row: dict[str, Any]) -> str | None:
+    """The system prompt a TRL conversational row opens with (SFT ``messages`` or KTO/DPO ``prompt``), if any."""
+    messages = row.get("messages") or row.get("prompt") or []
+    first = messages[0] if isinstance(messages, list) and messages else None
+    return first.get("content") if isinstance(first, dict) and first.get("role") == "system" else None
+
+
+class RowsStage(Stage):
+    """The first ``limit`` rows of a rows file made elsewhere, copied into the stage folder as ``name``, so the run
+    keeps the exact rows it trained on; a changed file reruns it. Rows whose system prompt is not the one the
+    recipe's agent shows its model on the env are counted and reported: such rows teach another prompt."""
+
+    def __init__(
+        self, ctx: StageContext, name: str, folder: Path, source: Path, limit: int | None, file_name: str
+    ) -> None:
+        super().__init__(ctx, name, folder)
+        self.source, self.limit = source, limit
+        self.rows = folder / file_name
+
+    def settings(self) -> dict[str, Any]:
+        return {"rows_from": self.source.name, "limit": self.limit}
+
+    def inputs(self) -> dict[str, Input]:
+        return {"rows": self.source}
+
+    def outputs(self) -> list[Path]:
+        return [self.rows]
+
+    def run(self) -> None:
+        if not self.source.is_file():
+            raise ValueError(f"{self.source}: no such rows file (josh data import-paper --out DIR writes sft.jsonl)")
+        with self.source.open(encoding="utf-8") as handle:
+            lines = [line for line in handle if line.strip()]
+        lines = list(islice(lines, self.limit))
+        if not lines:
+            raise ValueError(f"{self.source} holds no rows")
+        task = next(iter(self.ctx.env.tasks(self.ctx.recipe.rollout.split)), None)
+        expected = prompt_of(self.ctx).frame(task).system if task is not None else None
+        other = sum(system_prompt(json.loads(line)) != expected for line in lines)
+        write_atomic(self.rows, "".join(line if line.endswith("\n") else line + "\n" for line in lines))
+        self.ctx.log(f"  {len(lines)} rows from {self.source}")
+        if other:
+            self.ctx.log(f"  ! {other} of {len(lines)} rows open with another system prompt than the agent's")
