@@ -82,13 +82,18 @@ class WarmStartSpec(WarmStartConfig):
         description="an SFT rows file (TRL conversational rows, e.g. import-paper's sft.jsonl) trained on instead of "
         "scripted demonstrations; tasks, skip, agent, user, max_turns and min_reward are then unused",
     )
-    limit: int | None = Field(None, ge=1, description="rows: take the file's first `limit` rows (default: all)")
+    limit: int | None = Field(None, ge=1, description="rows: take `limit` of the file's rows (default: all)")
     kto_rows: Path | None = Field(
         None,
         description="a KTO rows file (e.g. import-paper's kto.jsonl): the warm-start SFT model, merged, is trained on "
         "it with the warm_kto recipe and evaluated as 'warm start+KTO' (the policy that searches stays the SFT one)",
     )
-    kto_limit: int | None = Field(None, ge=1, description="kto_rows: take the file's first `kto_limit` rows")
+    kto_limit: int | None = Field(None, ge=1, description="kto_rows: take `kto_limit` of the file's rows")
+    rows_seed: int | None = Field(
+        None,
+        description="limit and kto_limit draw their rows at random with this seed (in file order) instead of taking "
+        "the first ones: import-paper writes every good KTO row before the bad ones",
+    )
 
     @model_validator(mode="after")
     def _check_rows(self) -> WarmStartSpec:

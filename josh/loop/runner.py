@@ -169,7 +169,7 @@ class Loop:
         file."""
         folder = self.run_dir / "round-0" / "warmstart" / "data"
         stage: WarmStartStage | RowsStage = (
-            RowsStage(self.ctx, "warm-start data", folder, config.rows, config.limit, WARMSTART_ROWS)
+            RowsStage(self.ctx, "warm-start data", folder, config.rows, config.limit, WARMSTART_ROWS, config.rows_seed)
             if config.rows is not None
             else WarmStartStage(self.ctx, config)
         )
@@ -182,8 +182,9 @@ class Loop:
         assert config.kto_rows is not None and self.recipe.sft is not None
         folder = self.run_dir / "round-0" / "warmstart-kto"
         rows = RowsStage(
-            self.ctx, "warm-start KTO data", folder / "data", config.kto_rows, config.kto_limit, "kto.jsonl"
-        )
+            self.ctx, "warm-start KTO data", folder / "data", config.kto_rows, config.kto_limit, "kto.jsonl",
+            config.rows_seed,
+        )  # fmt: skip
         self.ctx.execute(rows)
         good, bad = kto_labels([rows.rows])
         if not (good and bad):

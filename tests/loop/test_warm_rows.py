@@ -67,10 +67,18 @@ def test_warm_start_from_rows_then_kto_on_it_and_a_round_from_the_sft_policy(tmp
     for pair in (f"| {WARM_KTO} | warm start |", "| warm start | base |", "| round 1 JOSH-SFT | warm start |"):
         assert pair in report, pair
 
+    # a seeded draw: kto_limit rows at random, in file order, both labels in reach
+    drawn = {**warm, "rows_seed": 0, "limit": None}
+    run(tmp_path, RecordingTrainer(), warm_start=drawn, warm_kto=KTO_ARM)
+    kept = (run_dir / "round-0" / "warmstart-kto" / "data" / "kto.jsonl").read_text().splitlines()
+    lines = kto.read_text().splitlines()
+    assert len(kept) == 4 and kept != lines[:4] and kept == [line for line in lines if line in kept]
+    assert (warm_dir / "data" / "sft.jsonl").read_text().splitlines() == sft.read_text().splitlines()  # no limit
+
     # a changed rows file retrains what depends on it, and only that
     kto.write_text(kto.read_text().replace('"turn 0"', '"turn zero"'))
     again = RecordingTrainer()
-    result = run(tmp_path, again, warm_start=warm, warm_kto=KTO_ARM)
+    result = run(tmp_path, again, warm_start=drawn, warm_kto=KTO_ARM)
     assert [name for name, _, _ in again.calls] == ["train"]
     assert "warm-start KTO data" in result.ran and "warm-start data" in result.skipped
 

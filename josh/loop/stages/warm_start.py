@@ -5,7 +5,7 @@ imported rollouts, ``josh data import-paper``)."""
 from __future__ import annotations
 
 import json
-from itertools import islice
+import random
 from pathlib import Path
 from typing import Any
 
@@ -59,19 +59,27 @@ def system_prompt(row: dict[str, Any]) -> str | None:
 
 
 class RowsStage(Stage):
-    """The first ``limit`` rows of a rows file made elsewhere, copied into the stage folder as ``name``, so the run
-    keeps the exact rows it trained on; a changed file reruns it. Rows whose system prompt is not the one the
+    """``limit`` rows of a rows file made elsewhere (the first ones, or with ``seed`` a random draw kept in file
+    order), copied into the stage folder as ``file_name``, so the run keeps the exact rows it trained on; a changed
+    file reruns it. Rows whose system prompt is not the one the
     recipe's agent shows its model on the env are counted and reported: such rows teach another prompt."""
 
     def __init__(
-        self, ctx: StageContext, name: str, folder: Path, source: Path, limit: int | None, file_name: str
+        self,
+        ctx: StageContext,
+        name: str,
+        folder: Path,
+        source: Path,
+        limit: int | None,
+        file_name: str,
+        seed: int | None = None,
     ) -> None:
         super().__init__(ctx, name, folder)
-        self.source, self.limit = source, limit
+        self.source, self.limit, self.seed = source, limit, seed
         self.rows = folder / file_name
 
     def settings(self) -> dict[str, Any]:
-        return {"rows_from": self.source.name, "limit": self.limit}
+        return {"rows_from": self.source.name, "limit": self.limit, "seed": self.seed}
 
     def inputs(self) -> dict[str, Input]:
         return {"rows": self.source}
@@ -84,7 +92,13 @@ class RowsStage(Stage):
             raise ValueError(f"{self.source}: no such rows file (josh data import-paper --out DIR writes sft.jsonl)")
         with self.source.open(encoding="utf-8") as handle:
             lines = [line for line in handle if line.strip()]
-        lines = list(islice(lines, self.limit))
+        if self.limit is not None and self.limit < len(lines):
+            keep = (
+                sorted(random.Random(self.seed).sample(range(len(lines)), self.limit))
+                if self.seed is not None
+                else range(self.limit)
+            )
+            lines = [lines[i] for i in keep]
         if not lines:
             raise ValueError(f"{self.source} holds no rows")
         task = next(iter(self.ctx.env.tasks(self.ctx.recipe.rollout.split)), None)
