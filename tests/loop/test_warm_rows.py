@@ -105,3 +105,15 @@ def test_rows_with_another_system_prompt_are_reported(tmp_path: Path, capsys: py
 def test_bad_rows_settings_are_refused(tmp_path: Path, changes: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         recipe(tmp_path, kto=None, **changes)
+
+
+def test_the_paper_cpu_recipe_loads() -> None:
+    from josh.loop.recipe import load_loop_recipe
+
+    root = Path(__file__).resolve().parents[2] / "recipes"
+    paper = load_loop_recipe(root / "toolwoz-paper-cpu.yaml")
+    assert paper.setup.data == "toolwoz" and paper.setup.agent == "react" and paper.baseline
+    assert paper.warm_start.rows and paper.warm_start.kto_rows and paper.warm_start.rows_seed == 0
+    assert paper.warm_kto.method == "kto" and paper.kto is None and paper.policy == "sft"
+    assert paper.eval.limit == 30 and paper.eval.sampling.temperature == 0.0
+    assert not paper.output_dir.is_absolute()
