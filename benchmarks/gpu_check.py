@@ -12,9 +12,15 @@ parameter counts. Measured:
       random rank-16 PEFT LoRA adapter (non-zero B) attached to every request;
   (b) peak GPU memory (``torch.cuda.max_memory_allocated`` of the training process) of ``josh train kto`` with
       ``recipes/llama3-8b-josh-kto.yaml`` (QLoRA: 4-bit NF4) on the 8B shape, a few steps on ``kto_rows``;
-  (c) the same training as a 2-process ``accelerate launch`` (``training/multi_gpu.yaml``), with >= 2 GPUs only.
-``--smoke`` runs (a) on vLLM's CPU build and (b) without 4-bit, 8-bit AdamW or bf16 (peak RSS instead of GPU
-memory); (c) is skipped. A summary block ends the output; the exit status is 1 when a stage failed.
+  (c) the same training as a 2-process ``accelerate launch`` (``training/multi_gpu.yaml``), with >= 2 GPUs only;
+  (d) the paper's KTO run on the paper's data: ``recipes/toolwoz-paper-kto-8b.yaml`` as it stands (batch 2 x 8,
+      max_length 5256, lr 5e-7) for ``--train-steps`` steps on the 8B shape, on real KTO rows imported from the
+      authors' rollouts (``josh data import-paper``): a seeded draw of both labels from ``--paper-rows``, or
+      imported here from the verified wheel in josh's cache (fetched on first use: a machine without the package
+      index needs ``--paper-rows``).
+``--smoke`` runs (a) on vLLM's CPU build, (b) and (d) without 4-bit, 8-bit AdamW or bf16 (peak RSS instead of GPU
+memory; (d) on the six imported rows of ``tests/data/paper_kto_rows.jsonl``, one step of batch 2); (c) is skipped.
+``--only kto-paper`` builds the models and runs (d) alone. A summary block ends the output; the exit status is 1 when a stage failed.
 """
 
 from __future__ import annotations
@@ -58,6 +64,9 @@ LORA_RANK = 16
 LORA_BASE, ADAPTER = "Llama-3.1-8B", f"Llama-3.1-8B-lora-r{LORA_RANK}"
 LORA_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 KTO_RECIPE = ROOT / "recipes" / "llama3-8b-josh-kto.yaml"
+PAPER_KTO_RECIPE = ROOT / "recipes" / "toolwoz-paper-kto-8b.yaml"
+PAPER_FIXTURE = ROOT / "tests" / "data" / "paper_kto_rows.jsonl"  # six rows import-paper wrote (3 good, 3 bad)
+PAPER_DRAW = 64  # rows drawn for (d): 3 steps of 2 x 8 take 48; rows over max_length are skipped by the trainer
 SMOKE_TRAINING = [
     "quantization.load_in_4bit=false",
     "optim.optim=adamw_torch",
@@ -167,18 +176,58 @@ def measure_rollout(
     return result
 
 
-def train_kto(folder: Path, processes: int, steps: int, smoke: bool) -> dict[str, Any]:
-    """``python -m josh.training kto`` on the 8B shape (under ``accelerate launch`` for ``processes`` > 1) in a child
-    process, run through this script's ``--train-child`` so that it records its own peak memory."""
-    data = write_jsonl(folder / "kto.jsonl", kto_rows(16))
-    out, peak = folder / f"kto-{processes}", folder / f"kto-{processes}.peak"
+def paper_rows(folder: Path, source: Path | None, smoke: bool) -> Path:
+    """Real KTO rows from the authors' rollouts into ``folder/paper-kto.jsonl``: a seeded draw of ``PAPER_DRAW``
+    (both labels, file order kept) from ``source`` (import-paper's kto.jsonl or its folder), from the fixture with
+    ``smoke``, else from ``josh data import-paper`` run here on the verified wheel in josh's cache."""
+    import random
+
+    if source is None and smoke:
+        source = PAPER_FIXTURE
+    elif source is None:
+        from josh.envs.toolwoz.paper_package import paper_wheel
+        from josh.harvest.paper_import import import_paper
+
+        source = folder / "paper-import"
+        if not (source / "kto.jsonl").is_file():
+            shutil.rmtree(source, ignore_errors=True)
+            import_paper(paper_wheel(), source)
+    path = source / "kto.jsonl" if source.is_dir() else source
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if len(rows) > PAPER_DRAW:
+        rows = [rows[i] for i in sorted(random.Random(0).sample(range(len(rows)), PAPER_DRAW))]
+    good = sum(bool(row.get("label")) for row in rows)
+    if not (good and len(rows) - good):
+        raise ValueError(f"{path}: KTO needs good and bad rows; {good} good of {len(rows)}")
+    print(f"paper rows: {len(rows)} imported KTO rows from {path} ({good} good, {len(rows) - good} bad)", flush=True)
+    return write_jsonl(folder / "paper-kto.jsonl", rows)
+
+
+def train_kto(
+    folder: Path,
+    processes: int,
+    steps: int,
+    smoke: bool,
+    *,
+    recipe: Path = KTO_RECIPE,
+    data: Path | None = None,
+    name: str = "kto",
+    accumulate: bool = False,
+) -> dict[str, Any]:
+    """``python -m josh.training kto`` with ``recipe`` on the 8B shape (under ``accelerate launch`` for ``processes``
+    > 1) in a child process, run through this script's ``--train-child`` so that it records its own peak memory.
+    ``data``: the rows (default: 16 made-up ones); ``accumulate``: keep the recipe's gradient accumulation (one
+    row at a time with ``smoke``)."""
+    data = data or write_jsonl(folder / "kto.jsonl", kto_rows(16))
+    out, peak = folder / f"{name}-{processes}", folder / f"{name}-{processes}.peak"
     shutil.rmtree(out, ignore_errors=True)  # a reused --workdir
     for old in folder.glob(f"{peak.name}.*"):
         old.unlink()
-    command = [str(Path(__file__).resolve()), "--train-child", "kto", "--recipe", str(KTO_RECIPE)]
+    command = [str(Path(__file__).resolve()), "--train-child", "kto", "--recipe", str(recipe)]
     command += ["--data", str(data), "--output", str(out)]
     settings = [f"model.name={folder / LORA_BASE}", f"optim.max_steps={steps}", "optim.warmup=0"]
-    settings += ["optim.gradient_accumulation_steps=1", "optim.save_steps=1000", *(SMOKE_TRAINING * smoke)]
+    settings += ["optim.gradient_accumulation_steps=1"] * (not accumulate or smoke)
+    settings += ["optim.save_steps=1000", *(SMOKE_TRAINING * smoke)]
     for setting in settings:
         command += ["--set", setting]
     if processes > 1:
@@ -196,9 +245,15 @@ def train_kto(folder: Path, processes: int, steps: int, smoke: bool) -> dict[str
     result = {"peak_gib": max(p["bytes"] for p in peaks) / GIB, "kind": peaks[0]["kind"], "seconds": seconds,
               "steps": metrics["global_step"], "tokens": metrics["tokens"]}  # fmt: skip
     ranks = ", ".join(f"{p['bytes'] / GIB:.2f}" for p in peaks)
-    print(f"kto, {processes} process(es): {result['steps']} steps, {result['tokens']} tokens in "
+    print(f"{name}, {processes} process(es): {result['steps']} steps, {result['tokens']} tokens in "
           f"{result['seconds']:.0f} s; peak memory per rank {ranks} GiB ({result['kind']})", flush=True)  # fmt: skip
     return result
+
+
+def train_paper_kto(folder: Path, source: Path | None, steps: int, smoke: bool) -> dict[str, Any]:
+    """(d): the paper's KTO recipe as it stands, ``steps`` steps on the 8B shape, on real imported rows."""
+    data = paper_rows(folder, source, smoke)
+    return train_kto(folder, 1, steps, smoke, recipe=PAPER_KTO_RECIPE, data=data, name="kto-paper", accumulate=True)
 
 
 def train_child(argv: list[str]) -> None:
@@ -259,6 +314,7 @@ def summary(results: dict[str, Any], gpus: int, smoke: bool, backend: str, elaps
 
     built = results.get("build")
     kind = results["kto"]["kind"] if isinstance(results.get("kto"), dict) else "peak memory"
+    quantized = "without 4-bit (smoke)" if smoke else "4-bit QLoRA"
     print("\n=== gpu_check summary" + " (smoke: tiny shapes)" * smoke + " ===")
     print(f"environment: {environment(gpus)}")
     for name in SHAPES:
@@ -266,9 +322,13 @@ def summary(results: dict[str, Any], gpus: int, smoke: bool, backend: str, elaps
     print(f"rollout tokens/s ({backend}), Llama-3.2-1B shape: {figure('rollout 1B', 'rate', 'tok/s')}")
     lora = f"rollout tokens/s ({backend}), Llama-3.1-8B shape + LoRA r{LORA_RANK}"
     print(f"{lora}{' (merged into bf16 weights)' * (backend == 'hf')}: {figure('rollout 8B+LoRA', 'rate', 'tok/s')}")
-    quantized = "without 4-bit (smoke)" if smoke else "4-bit QLoRA"
     print(f"kto peak memory, 8B shape, {quantized}: {figure('kto', 'peak_gib', 'GiB')} ({kind})")
     print(f"accelerate 2-process kto: {figure('kto accelerate', 'peak_gib', 'GiB peak per GPU (max over ranks)')}")
+    paper = results.get("kto paper", "not run")
+    if isinstance(paper, dict):
+        paper = (f"{paper['peak_gib']:.2f} GiB ({paper['kind']}), {paper['steps']} steps, {paper['tokens']} tokens "
+                 f"in {paper['seconds']:.0f} s")  # fmt: skip
+    print(f"paper kto (toolwoz-paper-kto-8b.yaml, imported rows), 8B shape, {quantized}: {paper}")
     if smoke:
         print("smoke skips: the real shapes, bf16, 4-bit loading (bitsandbytes 4-bit on CPU is slow), 8-bit AdamW, "
               "GPU memory (peak RSS instead), the 2-process launch")  # fmt: skip
@@ -286,6 +346,10 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--train-steps", type=int, default=3)
     parser.add_argument("--workdir", type=Path, help="keep the models and runs here (default: a temporary folder)")
+    parser.add_argument("--paper-rows", type=Path,
+                        help="import-paper's kto.jsonl or its folder, for the paper's KTO stage (default: imported "
+                             "from the wheel in josh's cache; --smoke: tests/data/paper_kto_rows.jsonl)")  # fmt: skip
+    parser.add_argument("--only", choices=["kto-paper"], help="build the models and run this stage alone")
     args = parser.parse_args()
     import torch
 
@@ -307,6 +371,11 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
         stage(results, "build", lambda: build(folder, args.smoke, args.tokenizer))
         if isinstance(results["build"], dict):
+            stage(results, "kto paper", lambda: train_paper_kto(folder, args.paper_rows, args.train_steps, args.smoke))
+        if args.only is not None:
+            for key in ("kto", "kto accelerate", "rollout 1B", "rollout 8B+LoRA"):
+                results[key] = f"skipped: --only {args.only}"
+        elif isinstance(results["build"], dict):
             stage(results, "kto", lambda: train_kto(folder, 1, args.train_steps, args.smoke))
             if gpus >= 2:
                 stage(results, "kto accelerate", lambda: train_kto(folder, 2, args.train_steps, args.smoke))

@@ -50,6 +50,8 @@ def test_smoke_prints_every_figure_on_tiny_shapes() -> None:
         assert re.match(r"[\d.]+M parameters \(tiny: smoke\)", model) and "49,152 rows" in model, model
         assert "not 128,256" in model and "fewer than the real shape's" in model, model
 
+    paper = summary_value(out, "paper kto (toolwoz-paper-kto-8b.yaml, imported rows), 8B shape, without 4-bit (smoke)")
+    assert re.match(r"[\d.]+ GiB \(peak RSS of the CPU process\), 1 steps, \d+ tokens", paper), paper
     peak = summary_value(out, "kto peak memory, 8B shape, without 4-bit (smoke)")
     gib = re.fullmatch(r"([\d.]+) GiB \((peak RSS of the CPU process|torch.cuda.max_memory_allocated)\)", peak)
     assert gib and float(gib.group(1)) > 0, peak

@@ -26,3 +26,18 @@ def test_the_hf_backend_check_prints_its_rollout_figures_and_the_training_peak()
     assert len(rates) == 2 and all(float(rate) > 0 for rate in rates), summary
     assert "(merged into bf16 weights)" in summary
     assert re.search(r"^kto peak memory, 8B shape, without 4-bit \(smoke\): [\d.]+ GiB", summary, re.M), summary
+    assert re.search(r"^paper kto \(toolwoz-paper-kto-8b\.yaml, imported rows\), 8B shape, without 4-bit \(smoke\): "
+                     r"[\d.]+ GiB", summary, re.M), summary  # fmt: skip
+
+
+def test_only_the_paper_kto_stage_trains_the_paper_recipe_on_imported_rows() -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    command = [sys.executable, "benchmarks/gpu_check.py", "--smoke", "--backend", "hf", "--only", "kto-paper"]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    assert "paper rows: 6 imported KTO rows from" in done.stdout and "(3 good, 3 bad)" in done.stdout
+    summary = done.stdout.split("=== gpu_check summary (smoke: tiny shapes) ===", 1)[1]
+    paper = re.search(r"^paper kto \(toolwoz-paper-kto-8b\.yaml, imported rows\), 8B shape, without 4-bit \(smoke\): "
+                      r"([\d.]+) GiB \(peak RSS of the CPU process\), 1 steps, (\d+) tokens", summary, re.M)  # fmt: skip
+    assert paper and float(paper.group(1)) > 0 and int(paper.group(2)) > 0, summary
+    assert "kto peak memory, 8B shape, without 4-bit (smoke): skipped: --only kto-paper" in summary
