@@ -121,7 +121,11 @@ def test_paper_recipes_carry_the_paper_settings():
     kto = load_recipe(ROOT / "recipes/llama3-8b-josh-kto.yaml")
     assert (sft.optim.epochs, sft.optim.learning_rate) == (3, 2e-5)
     assert (kto.optim.epochs, kto.optim.learning_rate, kto.kto.beta) == (1, 5e-7, 0.1)
-    for recipe in (sft, kto):
+    paper = load_recipe(ROOT / "recipes/toolwoz-paper-kto-8b.yaml")  # finetune/kto_ft.py on the imported rows
+    assert (paper.optim.epochs, paper.optim.learning_rate, paper.kto.beta) == (1, 5e-7, 0.1)
+    assert (paper.kto.desirable_weight, paper.kto.undesirable_weight, paper.max_length) == (1.0, 2.71, 5256)
+    assert (paper.optim.warmup, paper.optim.lr_scheduler, paper.optim.optim) == (0.1, "cosine", "adamw_8bit")
+    for recipe in (sft, kto, paper):
         assert (recipe.lora.r, recipe.lora.alpha, recipe.lora.dropout) == (64, 64, 0.05)
         assert recipe.quantization.load_in_4bit and recipe.quantization.quant_type == "nf4"
         effective = recipe.optim.per_device_batch_size * recipe.optim.gradient_accumulation_steps
