@@ -165,7 +165,7 @@ class Loop:
         self.result.evaluated.append(Evaluated(label=label, round=round_, folder=folder, arm=arm))
 
     def warm_start(self, config: WarmStartSpec) -> Path:
-        """Scripted demonstrations in the agent's format, or the first rows of ``config.rows``; returns their SFT
+        """Scripted demonstrations in the agent's format, or ``limit`` rows of ``config.rows``; returns their SFT
         file."""
         folder = self.run_dir / "round-0" / "warmstart" / "data"
         stage: WarmStartStage | RowsStage = (
@@ -178,7 +178,7 @@ class Loop:
 
     def warm_kto(self, config: WarmStartSpec, adapter: Path, arm: TrainRecipe) -> None:
         """KTO on the warm start (``warm_kto``): the warm-start adapter merged into a full model, which is also KTO's
-        reference, trained on the first rows of ``config.kto_rows``, evaluated and compared with the warm start."""
+        reference, trained on ``kto_limit`` rows of ``config.kto_rows``, evaluated and compared with the warm start."""
         assert config.kto_rows is not None and self.recipe.sft is not None
         folder = self.run_dir / "round-0" / "warmstart-kto"
         rows = RowsStage(

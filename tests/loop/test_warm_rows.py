@@ -117,3 +117,14 @@ def test_the_paper_cpu_recipe_loads() -> None:
     assert paper.warm_kto.method == "kto" and paper.kto is None and paper.policy == "sft"
     assert paper.eval.limit == 30 and paper.eval.sampling.temperature == 0.0
     assert not paper.output_dir.is_absolute()
+
+
+def test_a_scripted_warm_start_keeps_the_settings_older_runs_recorded(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from josh.loop.stages import StageContext, WarmStartStage
+
+    data = recipe(tmp_path)
+    ctx = StageContext(data, RecordingTrainer(), builder, merger, Console())
+    settings = WarmStartStage(ctx, data.warm_start).settings()["warm_start"]
+    assert not {"rows", "limit", "kto_rows", "kto_limit", "rows_seed"} & set(settings)  # the same digest as before

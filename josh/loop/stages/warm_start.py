@@ -1,5 +1,5 @@
 """The warm-start data stages: scripted demonstrations rewritten in the prompted agent's own format (``sft.jsonl``,
-written by ``josh.harvest.warmstart``), or the first rows of a rows file made elsewhere (``RowsStage``: the paper's
+written by ``josh.harvest.warmstart``), or rows of a file made elsewhere (``RowsStage``: the paper's
 imported rollouts, ``josh data import-paper``)."""
 
 from __future__ import annotations
@@ -34,7 +34,14 @@ class WarmStartStage(Stage):
 
     def settings(self) -> dict[str, Any]:
         # training epochs do not change the rows; the default agent is left out so older runs keep their digest
-        unused = {"epochs", "rows", "limit", "kto_rows", "kto_limit"}  # the loop's rows options (josh.loop.recipe)
+        unused = {
+            "epochs",
+            "rows",
+            "limit",
+            "kto_rows",
+            "kto_limit",
+            "rows_seed",
+        }  # the loop's rows options (josh.loop.recipe)
         rows = self.config.model_dump(
             mode="json", exclude=unused | ({"agent"} if self.config.agent == "oracle" else set())
         )
