@@ -14,12 +14,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from josh.plugins import GROUPS
 from josh.registry import Registry, parse_backend_model
 
 if TYPE_CHECKING:
     from josh.envs.base import Env
 
-ENVIRONMENTS = Registry("environment", "--env", options_flag="--env-option", builder_args=1)
+ENVIRONMENTS = Registry(
+    "environment", "--env", options_flag="--env-option", builder_args=1, group=GROUPS["environment"]
+)
 register_env = ENVIRONMENTS.register
 """``register_env(name, builder, *, summary="")``: make ``build_env(name, data, options)`` call
 ``builder(data, **options)``."""

@@ -38,7 +38,7 @@ from typing import Any
 from rich.console import Console
 
 from josh.harvest.warmstart import WarmStartConfig
-from josh.loop.arms import ARMS, check_arms
+from josh.loop.arms import check_arms, registered_arms
 from josh.loop.arms.base import BASE, WARM_START, Model, Round, model_label
 from josh.loop.arms.control_random import draws_in, run_control_random
 from josh.loop.arms.control_retrain import run_control_retrain
@@ -223,7 +223,7 @@ class Loop:
             start=self.policy if recipe.sft_from == "policy" and isinstance(self.policy, Path) else None,
             prior_sft=list(self.sft_sources) if recipe.accumulate else [],
         )  # fmt: skip
-        for arm in ARMS:
+        for arm in registered_arms():
             if arm.enabled(recipe):
                 round_.models[arm.key] = arm.run(self, round_)
         if draws_in(self, r):
