@@ -100,9 +100,8 @@ class Registry:
             self._discovered = True
             if self.plugins is not None:
                 self.plugins.scan(self._entries)
-        if self.plugins is not None:
-            if load:
-                self.plugins.load_all(self._accept, self._entries.__contains__)
+        if self.plugins is not None and load:
+            self.plugins.load_all(self._accept, self._entries.__contains__)
 
     def _accept(self, entry: Any) -> None:
         """Register an ``Entry`` a plugin's entry point names."""

@@ -31,7 +31,12 @@ register_env = ENVIRONMENTS.register
 def build_env(name: str, data: str, options: Mapping[str, Any] | None = None) -> Env:
     """The environment ``name`` over data source ``data`` with its ``options``; an unknown name or a bad option
     raises ``ValueError``."""
-    return ENVIRONMENTS.build(name, data, options=options)
+    from josh.envs.base import missing_members  # deferred with the environment's own modules
+
+    env = ENVIRONMENTS.build(name, data, options=options)
+    if missing := missing_members(env):
+        raise TypeError(f"environment {name!r} lacks {', '.join(missing)}: subclass josh.envs.base.EnvBase")
+    return env
 
 
 def _backend_model(text: str) -> str:

@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from josh.envs.base import ConversationState
+from josh.envs.base import ConversationState, EnvBase
 from josh.envs.toolwoz.db import ToolWOZDB
 from josh.envs.toolwoz.goals import TaskPlan, search_completes
 from josh.envs.toolwoz.impossible import WRITE_TOOLS, impossible_reward
@@ -56,7 +56,7 @@ def _record(name: Any, arguments: Any, result: ToolResult, completed: tuple[int,
     )
 
 
-class ToolWOZEnv:
+class ToolWOZEnv(EnvBase):
     """ToolWOZ behind the ``Env`` protocol; the DB is shared read-only, so ``state.fork()`` is all a branch needs."""
 
     name = "toolwoz"
