@@ -74,7 +74,7 @@ JudgeCall = Callable[[list[Message]], str]
 @runtime_checkable
 class Env(Protocol):
     """A tool environment: ``reset`` a task into a state, then ``call`` tools on (a fork of) that state. The last
-    seven members are optional: ``EnvBase`` gives each its default."""
+    eight members are optional: ``EnvBase`` gives each its default."""
 
     name: str
     tools: list[dict[str, Any]]
@@ -95,6 +95,7 @@ class Env(Protocol):
 
     def tasks(self, split: str) -> list[Task]: ...
 
+    splits: tuple[str, ...]
     policy: str | None
     goal_tools: frozenset[str] | None
     write_tools: frozenset[str]
@@ -107,7 +108,7 @@ class Env(Protocol):
 
 ENV_MEMBERS = (
     *("name", "tools", "system_prompt", "reset", "call", "reward", "tasks"),
-    *("policy", "goal_tools", "write_tools", "user_tools", "reward_notes", "judge_call", "user_call"),
+    *("splits", "policy", "goal_tools", "write_tools", "user_tools", "reward_notes", "judge_call", "user_call"),
 )
 
 
@@ -121,6 +122,8 @@ class EnvBase:
 
     name: str
     tools: list[dict[str, Any]]
+    splits: tuple[str, ...] = ("test",)
+    """The split names ``tasks`` accepts (``josh check-env`` loads every one)."""
     policy: str | None = None
     """The written domain policy the judge holds replies to (``None``: that dimension is not judged)."""
     goal_tools: frozenset[str] | None = None

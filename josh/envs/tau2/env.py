@@ -44,6 +44,7 @@ class Tau2Env(EnvBase):
     def __init__(self, domain: str, judge: str | None = None) -> None:
         require_tau2()
         self.domain = check_domain(domain)
+        self.splits = SPLITS[self.domain]
         self.judge = judge  # BACKEND:MODEL of the NL-assertion judge (--env-option judge=...); None: NL assertions off
         self.judge_call: JudgeCall | None = None  # attached by the run that builds the judge (josh.run.env_judge)
         self.name = env_name(domain)

@@ -79,6 +79,11 @@ class ToolWOZEnv(EnvBase):
             raise ValueError(f"unknown ToolWOZ split {split!r}; known splits: {known}")
         return list(self._tasks[split])
 
+    @property
+    def splits(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The splits of the task source (a callable source: ``train`` and ``test``)."""
+        return ("train", "test") if self._tasks is None or callable(self._tasks) else tuple(self._tasks)
+
     def system_prompt(self, task: Task) -> str:
         return SYSTEM_PROMPT
 
