@@ -91,16 +91,15 @@ class Registry:
 
     def _discover(self, *, load: bool = True) -> None:
         """Import the modules that register themselves (once all of them imported; a failure raises again on the next
-        lookup), find the group's plugins and (``load``) load them all."""
+        lookup) and (``load``) find and load every plugin of the group."""
         if not self._discovered:
             for name in self._discover_from:
                 module = importlib.import_module(name)
                 for info in pkgutil.iter_modules(getattr(module, "__path__", []), name + "."):
                     importlib.import_module(info.name)
             self._discovered = True
-            if self.plugins is not None:
-                self.plugins.scan(self._entries)
         if self.plugins is not None and load:
+            self.plugins.scan(self._entries)  # a package installed since the first lookup
             self.plugins.load_all(self._accept, self._entries.__contains__)
 
     def _accept(self, entry: Any) -> None:
@@ -126,7 +125,7 @@ class Registry:
         key = name.strip().lower()
         key = self._aliases.get(key, key)
         if key not in self._entries and self.plugins is not None:
-            self.plugins.scan(self._entries)  # a package installed since the first lookup
+            self.plugins.scan(self._entries)
             if key in self.plugins.pending:  # only the plugin asked for loads here; listing loads them all
                 self.plugins.load(key, self._accept, self._entries.__contains__)
             self.plugins.check(key)
