@@ -36,6 +36,8 @@ def test_eval_rollout_and_check_env_run_the_plugin_by_name(echo_plugin: Path, tm
     assert summary["tasks"] == 3 and summary["average_reward"]["mean"] == 1.0
     result = CliRunner().invoke(app, ["rollout", *run, "--out", str(tmp_path / "rollout")])
     assert result.exit_code == 0, result.output
+    trees = [json.loads(line) for line in (tmp_path / "rollout" / "trees.jsonl").read_text().splitlines()]
+    assert [(t["error"], t["reward"]) for t in trees] == [(None, 1.0)] * 3  # goal-less: ranked by the final reward
     result = CliRunner().invoke(app, ["check-env", "echo"])
     assert result.exit_code == 0 and "fork isolation" in result.output, result.output
     bad = CliRunner().invoke(app, ["eval", "--env", "echo", "--agent", "replay", "--user", "agenda", "--out", "x"])

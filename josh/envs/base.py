@@ -74,7 +74,7 @@ JudgeCall = Callable[[list[Message]], str]
 @runtime_checkable
 class Env(Protocol):
     """A tool environment: ``reset`` a task into a state, then ``call`` tools on (a fork of) that state. The last
-    eight members are optional: ``EnvBase`` gives each its default."""
+    nine members are optional: ``EnvBase`` gives each its default."""
 
     name: str
     tools: list[dict[str, Any]]
@@ -96,6 +96,7 @@ class Env(Protocol):
     def tasks(self, split: str) -> list[Task]: ...
 
     splits: tuple[str, ...]
+    outcome_reward: bool
     policy: str | None
     goal_tools: frozenset[str] | None
     write_tools: frozenset[str]
@@ -108,7 +109,17 @@ class Env(Protocol):
 
 ENV_MEMBERS = (
     *("name", "tools", "system_prompt", "reset", "call", "reward", "tasks"),
-    *("splits", "policy", "goal_tools", "write_tools", "user_tools", "reward_notes", "judge_call", "user_call"),
+    *(
+        "splits",
+        "outcome_reward",
+        "policy",
+        "goal_tools",
+        "write_tools",
+        "user_tools",
+        "reward_notes",
+        "judge_call",
+        "user_call",
+    ),
 )
 
 
@@ -124,6 +135,8 @@ class EnvBase:
     tools: list[dict[str, Any]]
     splits: tuple[str, ...] = ("test",)
     """The split names ``tasks`` accepts (``josh check-env`` loads every one)."""
+    outcome_reward: bool = False
+    """Tasks without goal calls are searched by their final reward (``josh.search.algorithm``); else not searched."""
     policy: str | None = None
     """The written domain policy the judge holds replies to (``None``: that dimension is not judged)."""
     goal_tools: frozenset[str] | None = None

@@ -40,6 +40,7 @@ class EchoEnv(EnvBase):
     name = "echo"
     tools = TOOLS
     splits = tuple(WORDS)
+    outcome_reward = True  # goal-less tasks: the search ranks finished branches by the final reward
     write_tools = frozenset({"submit"})
 
     def system_prompt(self, task: Task) -> str:
