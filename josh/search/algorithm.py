@@ -18,10 +18,13 @@ The search stops when every goal is met, no live leaf remains, or ``max_depth`` 
 
 A task without goals, in an environment whose ``outcome_reward`` is set (elsewhere it is recorded unsearched), is
 searched the same way without step 2: every branch runs to its end (the user done, the state terminated, or
-``max_depth``), the environment's final reward scores each finished branch (``Node.reward``), and the best one (ties: the first) is the ideal path when its reward is above 0; the other
-finished branches with a reward are ``partial`` and every other node is ``pruned``. Failures
-never escape (``josh.run.step``): an agent or user failure kills that leaf (a ``dead`` node recording why) and the
-search goes on with the others; a user-simulator failure is marked ``ErrorCategory.USER_ERROR`` on the node it ended.
+``max_depth``), the environment's final reward scores each finished branch (``Node.reward``), and the best one
+(ties: the first) is the ideal path when its reward is above 0; the other finished branches with a reward are
+``partial`` and every other node is ``pruned``.
+
+Failures never escape (``josh.run.step``): an agent or user failure kills that leaf (a ``dead`` node recording why)
+and the search goes on with the others; a user-simulator failure is marked ``ErrorCategory.USER_ERROR`` on the node
+it ended.
 """
 
 from __future__ import annotations
