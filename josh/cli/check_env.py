@@ -34,7 +34,7 @@ def check_env(
     split: list[str] | None = typer.Option(None, help="a split to load and check on (repeatable; default: all)"),
     env_option: list[str] | None = typer.Option(None, help="an environment option KEY=VALUE (repeatable)"),
     tasks: int = typer.Option(2, min=1, help="tasks per split"),
-    max_tasks: int = typer.Option(3, min=1, help="tasks in all, spread over the splits"),
+    max_tasks: int = typer.Option(2, min=1, help="tasks in all, spread over the splits"),
     steps: int = typer.Option(24, min=1, help="random calls per fork tree"),
     seed: int = typer.Option(0, help="seed of the random calls"),
 ) -> None:

@@ -77,7 +77,7 @@ def check_env(
     *,
     splits: Sequence[str] | None = None,
     tasks_per_split: int = 2,
-    max_tasks: int = 3,
+    max_tasks: int = 2,
     steps: int = 24,
     rewarded: int = 2,
     seed: int = 0,
