@@ -107,20 +107,10 @@ class Env(Protocol):
     def user_call(self, state: ConversationState, call: ToolCall) -> ToolResult: ...
 
 
-ENV_MEMBERS = (
-    *("name", "tools", "system_prompt", "reset", "call", "reward", "tasks"),
-    *(
-        "splits",
-        "outcome_reward",
-        "policy",
-        "goal_tools",
-        "write_tools",
-        "user_tools",
-        "reward_notes",
-        "judge_call",
-        "user_call",
-    ),
-)
+REQUIRED_MEMBERS = ("name", "tools", "system_prompt", "reset", "call", "reward", "tasks")
+OPTIONAL_MEMBERS = ("splits", "outcome_reward", "policy", "goal_tools", "write_tools", "user_tools")
+OPTIONAL_MEMBERS += ("reward_notes", "judge_call", "user_call")
+ENV_MEMBERS = REQUIRED_MEMBERS + OPTIONAL_MEMBERS
 
 
 def missing_members(env: object) -> list[str]:
