@@ -2,9 +2,9 @@
 
 A built-in environment is its package plus one ``register_env`` line here; another package's registers through its
 own ``josh.environments`` entry point (``josh.plugins``), and ``build_env`` refuses an environment that lacks a member
-of the contract (``josh.envs.base``). The builder takes the data source (ToolWOZ:
-``mini`` or a folder; retail, airline: a folder, or ``default`` for ``envs/<name>`` / ``$JOSH_<NAME>_DATA``) and is
-imported only when the environment is built. The builder's keyword parameters after the data are the environment's
+of the contract (``josh.envs.base``). The builder takes the data source (ToolWOZ: ``mini`` or a folder; retail,
+airline: a folder, or ``default`` for ``envs/<name>`` / ``$JOSH_<NAME>_DATA``) and is imported only when the
+environment is built. The builder's keyword parameters after the data are the environment's
 options (``--env-option KEY=VALUE``), checked against their types like agent and user options; the τ² envs take
 ``judge=BACKEND:MODEL``, the LLM that judges τ²'s NL assertions (``josh.run.env_judge`` builds and attaches it).
 """
