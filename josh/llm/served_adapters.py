@@ -6,7 +6,8 @@ The server is started with LoRA on and runtime loading allowed::
 
 ``check`` finds the served base model (``GET /v1/models``: the entry whose name or folder is the base) and probes
 ``POST /v1/load_lora_adapter`` with a folder that does not exist: a server that answers "no adapter found" can load
-adapters; one without the route refuses runtime loading, one whose engine has no LoRA says so. ``load`` checks the
+adapters; one without the route refuses runtime loading, one whose engine has no LoRA says so; where the server
+tells its ``--max-lora-rank`` (``/server_info``, in vLLM's dev mode), a larger rank is refused. ``load`` checks the
 adapter's base (``adapter_config.json``'s ``base_model_name_or_path``) against the served base, loads it under a name
 (skipped when the server already holds that name) and turns the server's refusals (a folder it cannot read, a rank
 over its ``--max-lora-rank``) into one line naming the fix. Requests then name the adapter as their model.
@@ -116,7 +117,25 @@ class ServedAdapters:
             )
         if response.status_code >= 500 or response.status_code in (401, 403):
             raise ServedAdapterError(f"the server at {self.base_url} refused a test load: {message}")
+        most = self.max_lora_rank()
+        if rank is not None and most is not None and rank > most:
+            raise ServedAdapterError(
+                f"the loop trains adapters of LoRA rank {rank}, over the server's --max-lora-rank {most}: restart "
+                f"vllm serve with --max-lora-rank {rank} (or train with lora.r <= {most})"
+            )
         return base
+
+    def max_lora_rank(self) -> int | None:
+        """The server's ``--max-lora-rank`` where it says (``GET /server_info``, which vLLM serves only with
+        ``VLLM_SERVER_DEV_MODE=1``); ``None`` where it does not."""
+        root = self.base_url.removesuffix("/v1")
+        try:
+            response = httpx.get(f"{root}/server_info", params={"config_format": "json"}, headers=self.headers,
+                                 timeout=self.timeout_s)  # fmt: skip
+            lora = response.json()["vllm_config"]["lora_config"] if response.status_code == 200 else None
+            return int(lora["max_lora_rank"]) if isinstance(lora, dict) else None
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return None
 
     def load(self, adapter: Path, name: str, base: str) -> str:
         """Load the adapter folder ``adapter`` as ``name`` into the server serving ``base``; returns ``name``."""

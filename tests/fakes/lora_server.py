@@ -2,7 +2,8 @@
 /v1/load_lora_adapter`` answer as vLLM 0.32 does, for each way a server can be set up. ``runtime_loading=False``: the
 route is missing (FastAPI's 404 ``{"detail": "Not Found"}``); ``lora=False``: the engine's "LoRA is not enabled"
 (500); an adapter over ``max_rank`` gets the rank error (500); a folder without ``adapter_config.json`` gets "No adapter
-found" (404), as does every folder with ``readable=False`` (a server on another machine). ``loaded`` holds the adapters loaded, by name."""
+found" (404), as does every folder with ``readable=False`` (a server on another machine); ``dev_mode=True`` serves
+``GET /server_info`` with the LoRA config, as ``VLLM_SERVER_DEV_MODE=1`` does. ``loaded`` holds the adapters loaded, by name."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ class LoraServer:
     """See the module docstring; a context manager that stops the server on exit."""
 
     def __init__(self, base: str, *, root: str | None = None, runtime_loading: bool = True, lora: bool = True,
-                 max_rank: int = 16, readable: bool = True) -> None:  # fmt: skip
-        self.base, self.root, self.readable = base, root or base, readable
+                 max_rank: int = 16, readable: bool = True, dev_mode: bool = False) -> None:  # fmt: skip
+        self.base, self.root, self.readable, self.dev_mode = base, root or base, readable, dev_mode
         self.runtime_loading, self.lora, self.max_rank = runtime_loading, lora, max_rank
         self.loaded: dict[str, str] = {}
         self.requests: list[str] = []
@@ -65,7 +66,12 @@ class LoraServer:
 
             def do_GET(self) -> None:
                 server.requests.append(f"GET {self.path}")
-                self._send(*((200, server.models()) if self.path == "/v1/models" else (404, {"detail": "Not Found"})))
+                if self.path == "/v1/models":
+                    return self._send(200, server.models())
+                if self.path.startswith("/server_info") and server.dev_mode:
+                    lora = {"max_lora_rank": server.max_rank} if server.lora else None
+                    return self._send(200, {"vllm_config": {"lora_config": lora}})
+                self._send(404, {"detail": "Not Found"})
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

@@ -66,3 +66,12 @@ def test_a_rank_over_the_servers_maximum_names_both(tmp_path: Path) -> None:
 def test_a_folder_the_server_cannot_read_says_where_it_must_be(tmp_path: Path) -> None:
     with LoraServer("base-model", readable=False) as server, pytest.raises(ServedAdapterError, match="cannot read"):
         ServedAdapters(server.url).load(adapter(tmp_path / "a", "base-model"), "a", "base-model")
+
+
+def test_a_rank_over_the_maximum_a_server_tells_is_refused_before_any_load() -> None:
+    with LoraServer("base-model", max_rank=16, dev_mode=True) as server:
+        assert ServedAdapters(server.url).check("base-model", 16) == "base-model"
+        with pytest.raises(ServedAdapterError, match="rank 32, over the server's --max-lora-rank 16"):
+            ServedAdapters(server.url).check("base-model", 32)
+    with LoraServer("base-model", max_rank=16) as server:  # without dev mode the load tells
+        assert ServedAdapters(server.url).check("base-model", 32) == "base-model"

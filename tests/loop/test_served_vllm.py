@@ -51,7 +51,7 @@ def test_the_loop_loads_each_adapter_it_trains_into_the_server(tmp_path: Path, m
     command += ["--max-model-len", "4096", "--enforce-eager", "--structured-outputs-config", '{"backend": "guidance"}']
     monkeypatch.setenv("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")  # the server's environment is this one's
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "2")
-    with ModelServer(base, command=command, log=tmp_path / "server.log") as server:
+    with ModelServer(base, command=command, log=tmp_path / "server.log").start(timeout_s=1200) as server:
         recipe = load_loop_recipe(
             ROOT / "recipes" / "demo-cpu.yaml", [f"output_dir={tmp_path}", f"setup.base_url={server.base_url}", *TINY]
         )
