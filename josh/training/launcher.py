@@ -6,7 +6,7 @@ through that launch: the recipe is written to a temporary file, the launch's out
 folder, and the run folder comes out as the in-process trainer leaves it (``--resume`` continues from its last
 checkpoint). The recipe and its rows are checked in this process first (``josh.training.runner.prepare``), so a
 recipe that cannot be trained on raises ``RecipeError`` or ``DatasetError`` before any launch, as the in-process
-trainer does; a launch that fails raises ``LaunchFailed`` with the command's error line.
+trainer does; a launch that fails raises ``LaunchFailedError`` with the command's error line.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from josh.training.recipe import RecipeError, StrictModel, TrainRecipe
 from josh.util.layout import LAUNCH_LOG
 
 
-class LaunchFailed(RuntimeError):
+class LaunchFailedError(RuntimeError):
     """The launched training failed for another reason than its input."""
 
 
@@ -79,14 +79,17 @@ class LaunchedTrainer:
         if code == 0:
             return run_dir
         reason = _error_line(run_dir / LAUNCH_LOG)
-        raise LaunchFailed(f"accelerate launch exited with code {code}: {reason} (see {run_dir / LAUNCH_LOG})")
+        raise LaunchFailedError(f"accelerate launch exited with code {code}: {reason} (see {run_dir / LAUNCH_LOG})")
 
 
 def _error_line(log: Path) -> str:
-    """The launched command's ``error:`` line (``josh.util.errors``), else the log's last line."""
-    lines = [line.strip() for line in log.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    """The launched command's ``error:`` line (``josh.util.errors``), else torchrun's exit code of the process that
+    failed first (-9: killed, often for memory), else the log's last line."""
+    lines = [line.strip() for line in log.read_text(encoding="utf-8", errors="replace").splitlines()]
+    lines = [line for line in lines if line.strip("=-* ")]
     errors = [line for line in lines if line.startswith("error: ")]
-    return (errors or lines or ["no output"])[-1]
+    exits = [" ".join(line.split()) for line in lines if line.startswith("exitcode")]
+    return (errors or exits[:1] or lines or ["no output"])[-1]
 
 
 def _free_port() -> int:

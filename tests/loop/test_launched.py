@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from josh.loop.runner import Loop
-from josh.training.launcher import LaunchedTrainer, LaunchSpec
+from josh.training.launcher import LaunchedTrainer, LaunchSpec, _error_line
 from josh.training.recipe import RecipeError
 from tests.fakes.loop import builder, recipe
 
@@ -28,6 +28,14 @@ def test_the_launch_is_the_command_users_run(tmp_path: Path) -> None:
     assert "--main_process_port" in LaunchSpec(config=CPU_DDP, processes=2).command(tmp_path, tmp_path, "sft", False)
 
 
+def test_a_failed_launch_is_told_by_its_error_line_or_the_exit_code_of_its_first_failed_process(tmp_path: Path):
+    log = tmp_path / "launch.log"
+    log.write_text("$ accelerate launch ...\nerror: the recipe is wrong\nTraceback\n=======\n")
+    assert _error_line(log) == "error: the recipe is wrong"
+    log.write_text("Root Cause (first observed failure):\n  exitcode  : -9 (pid: 7)\n  exitcode  : 1\n=====\n")
+    assert _error_line(log) == "exitcode : -9 (pid: 7)"
+
+
 def test_a_launch_config_that_is_not_there_stops_the_loop_before_any_work(tmp_path: Path) -> None:
     launch = {"config": str(tmp_path / "missing.yaml"), "processes": 2}
     loop = Loop(recipe(tmp_path, launch=launch), builder=builder, progress=False)
@@ -39,10 +47,10 @@ def test_a_launch_config_that_is_not_there_stops_the_loop_before_any_work(tmp_pa
 
 @pytest.mark.slow
 def test_a_round_trains_in_two_launched_processes_and_resumes(tmp_path: Path) -> None:
-    arm = {"model": {"name": "smollm2", "dtype": "float32"}, "max_length": 1024, "report_to": []}
-    arm["optim"] = {"max_steps": 2, "per_device_batch_size": 1, "gradient_checkpointing": False, "logging_steps": 1}
+    arm = {"model": {"name": "smollm2", "dtype": "float32"}, "max_length": 2048, "report_to": []}
+    arm["optim"] = {"max_steps": 2, "per_device_batch_size": 1, "gradient_checkpointing": True, "logging_steps": 1}
     changes = {"warm_start": None, "kto": None, "sft": arm, "launch": {"config": str(CPU_DDP), "processes": 2}}
-    options = {"examples": 0, "tool_listing": "none"}  # short rows: two training processes fit in a small machine
+    options = {"examples": 0, "tool_listing": "none"}  # rows of 1.6k-1.9k tokens, tools included
     changes["setup"] = {"agent": "act", "backend": "scripted", "model": "smollm2", "agent_options": options}
     changes["rollout"] = {"skip": 6, "tasks": 6, "search": {"max_beam": 2, "branching": 2, "max_depth": 4}}
     changes["extract"] = {"min_reward": 0.0}
