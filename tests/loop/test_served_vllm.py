@@ -1,7 +1,7 @@
 """The loop with its agent on a served model, on vLLM's CPU build (``make test-vllm``): one ``vllm serve`` with LoRA
 and runtime loading on; the baseline runs under the server's name for SmolLM2, the warm-start adapter trained in the
 loop is loaded into the server and then evaluated and searched with under its own name, and a rerun resumes without
-loading anything again. Sizes are cut to the bone: plumbing, not quality."""
+loading anything again. The server runs in vLLM's dev mode, whose ``/server_info`` tells its ``--max-lora-rank``. Sizes are cut to the bone: plumbing, not quality."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ pytest.importorskip("vllm", reason="vLLM's real engine lives in the vllm environ
 
 from josh.cli.serve import ModelServer  # noqa: E402
 from josh.llm.models import resolve_model  # noqa: E402
+from josh.llm.served_adapters import ServedAdapters  # noqa: E402
 from josh.loop.recipe import load_loop_recipe  # noqa: E402
 from josh.loop.runner import Loop  # noqa: E402
 
@@ -51,10 +52,12 @@ def test_the_loop_loads_each_adapter_it_trains_into_the_server(tmp_path: Path, m
     command += ["--max-model-len", "4096", "--enforce-eager", "--structured-outputs-config", '{"backend": "guidance"}']
     monkeypatch.setenv("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")  # the server's environment is this one's
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "2")
+    monkeypatch.setenv("VLLM_SERVER_DEV_MODE", "1")  # /server_info: the loop reads --max-lora-rank before any work
     with ModelServer(base, command=command, log=tmp_path / "server.log").start(timeout_s=1200) as server:
         recipe = load_loop_recipe(
             ROOT / "recipes" / "demo-cpu.yaml", [f"output_dir={tmp_path}", f"setup.base_url={server.base_url}", *TINY]
         )
+        assert ServedAdapters(server.base_url).max_lora_rank() == 16
         result = Loop(recipe, progress=False).run()
         served = httpx.get(f"{server.base_url}/models").json()["data"]
         again = Loop(recipe, progress=False).run()
