@@ -8,6 +8,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("WANDB_MODE", "offline")
 
+# Under pytest-xdist each worker (and the processes it starts) gets an equal share of the cores for torch's and
+# OpenMP's thread pools: two workers each spinning up a pool over every core oversubscribe a small machine badly.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
+
 # ``$JOSH_SHARED_DATA`` points a worktree that is not beside ``shared/`` at the data.
 SHARED_DATA = Path(os.environ.get("JOSH_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 
