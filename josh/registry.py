@@ -8,7 +8,8 @@ for an unknown name, an unknown or bad option or an unsupported environment, are
 A registry may name modules that register themselves when imported (a package stands for all of its modules): they
 are imported the first time a name is looked up, so a new user simulator is one file in ``josh/users/`` that calls
 ``register_user``, and a scripted agent or user that belongs to one environment registers from that environment's
-package.
+package. A registry with a ``group`` also loads the components other packages name in that entry-point group
+(``josh.plugins``), the first time a name is looked up.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from josh.plugins import Plugins
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ class Registry:
     picks one; ``noun`` and ``options_flag``: how option errors name an entry and where its options come from;
     ``free_label``: how help texts call the entries that need no model; ``fixed``: option-model fields that their
     own flags set, left out of the valid options named in errors; ``builder_args``: how many positional arguments
-    every builder takes before its options)."""
+    every builder takes before its options; ``group``: the entry-point group of other packages' entries)."""
 
     def __init__(
         self,
@@ -57,13 +60,15 @@ class Registry:
         free_label: str = "scripted",
         fixed: tuple[str, ...] = (),
         builder_args: int = 0,
+        group: str = "",
     ) -> None:
         self.kind, self.flag, self.noun, self.options_flag = kind, flag, noun or kind, options_flag
         self.free_label, self.fixed, self.builder_args = free_label, fixed, builder_args
         self._entries: dict[str, Entry] = {}
         self._aliases: dict[str, str] = {}
         self._discover_from = discover
-        self._discovered = not discover
+        self._discovered = False
+        self.plugins = Plugins(group) if group else None
 
     def register(
         self,
@@ -84,14 +89,29 @@ class Registry:
         self._aliases.update(dict.fromkeys(aliases, name))
         return entry
 
-    def _discover(self) -> None:
-        if self._discovered:
-            return
-        self._discovered = True
-        for name in self._discover_from:
-            module = importlib.import_module(name)
-            for info in pkgutil.iter_modules(getattr(module, "__path__", []), name + "."):
-                importlib.import_module(info.name)
+    def _discover(self, *, load: bool = True) -> None:
+        """Import the modules that register themselves (once all of them imported; a failure raises again on the next
+        lookup) and (``load``) find and load every plugin of the group."""
+        if not self._discovered:
+            for name in self._discover_from:
+                module = importlib.import_module(name)
+                for info in pkgutil.iter_modules(getattr(module, "__path__", []), name + "."):
+                    importlib.import_module(info.name)
+            self._discovered = True
+        if self.plugins is not None and load:
+            self.plugins.scan(self._entries)  # a package installed since the first lookup
+            self.plugins.load_all(self._accept, self._entries.__contains__)
+
+    def _accept(self, entry: Any) -> None:
+        """Register an ``Entry`` a plugin's entry point names."""
+        if not isinstance(entry, Entry):
+            raise TypeError(f"expected a registration function or a josh.registry.Entry, got {type(entry).__name__}")
+        self._entries[entry.name] = entry
+
+    def broken(self) -> dict[str, str]:
+        """The plugins of the group that failed to load, each with its one-line error."""
+        self._discover()
+        return dict(self.plugins.broken) if self.plugins else {}
 
     def names(self) -> list[str]:
         """Every registered name, in registration order."""
@@ -101,9 +121,14 @@ class Registry:
     def get(self, name: str) -> Entry:
         """The entry for ``name`` (case and surrounding spaces ignored, aliases resolved); ``ValueError`` naming the
         valid choices when there is none."""
-        self._discover()
+        self._discover(load=False)
         key = name.strip().lower()
         key = self._aliases.get(key, key)
+        if key not in self._entries and self.plugins is not None:
+            self.plugins.scan(self._entries)
+            if key in self.plugins.pending:  # only the plugin asked for loads here; listing loads them all
+                self.plugins.load(key, self._accept, self._entries.__contains__)
+            self.plugins.check(key)
         if key not in self._entries:
             raise ValueError(f"unknown {self.kind} {name!r} ({self.flag}); choose one of {', '.join(self.names())}")
         return self._entries[key]

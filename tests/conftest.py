@@ -1,4 +1,5 @@
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -6,6 +7,12 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("WANDB_MODE", "offline")
+
+# Under pytest-xdist each worker (and the processes it starts) gets an equal share of the cores for torch's and
+# OpenMP's thread pools: two workers each spinning up a pool over every core oversubscribe a small machine badly.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 # ``$JOSH_SHARED_DATA`` points a worktree that is not beside ``shared/`` at the data.
 SHARED_DATA = Path(os.environ.get("JOSH_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
@@ -74,3 +81,33 @@ def pytest_terminal_summary(terminalreporter) -> None:
     terminalreporter.section("time per marker (test seconds, summed over workers)")
     for marker, (seconds, tests) in sorted(_cost.items(), key=lambda item: -item[1][0]):
         terminalreporter.write_line(f"{marker:>6}: {seconds:8.1f} s over {tests} tests")
+
+
+ECHO_PLUGIN = Path(__file__).resolve().parents[1] / "examples" / "josh-echo-env"
+
+
+@pytest.fixture(scope="session")
+def echo_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The example plugin ``examples/josh-echo-env`` installed once per session (``pip install --no-deps
+    --no-build-isolation --target``, from a copy so the build leaves nothing in the checkout), put first on
+    ``sys.path`` and on ``$PYTHONPATH`` for subprocesses: its ``.dist-info`` carries the entry points josh finds."""
+    import importlib
+    import shutil
+    import subprocess
+    import sys
+
+    root = tmp_path_factory.mktemp("echo-plugin")
+    source, target = root / "src", root / "site"
+    shutil.copytree(ECHO_PLUGIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    pip = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--quiet"]
+    subprocess.run([*pip, "--disable-pip-version-check", "--target", str(target), str(source)], check=True)
+    sys.path.insert(0, str(target))
+    importlib.invalidate_caches()
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(target), before) if p)
+    yield target
+    sys.path.remove(str(target))
+    if before is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = before

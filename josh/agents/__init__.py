@@ -22,6 +22,7 @@ from josh.agents.protocol import AgentProtocol
 from josh.agents.react import ReactProtocol
 from josh.envs.base import Env
 from josh.llm.base import LLM
+from josh.plugins import GROUPS
 from josh.registry import Registry
 
 AGENTS = Registry(
@@ -31,6 +32,7 @@ AGENTS = Registry(
     options_flag="--agent-option; setup.agent_options in a loop recipe",
     discover=("josh.agents.replay", "josh.envs.toolwoz.oracle"),
     builder_args=2,
+    group=GROUPS["agent"],
 )
 _PROTOCOLS: dict[str, AgentProtocol] = {}
 

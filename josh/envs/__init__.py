@@ -1,8 +1,10 @@
 """Environments by name: ``build_env(name, data, options)`` and the ``ENVIRONMENTS`` registry.
 
-An environment is its package plus one ``register_env`` line here; the builder takes the data source (ToolWOZ:
-``mini`` or a folder; retail, airline: a folder, or ``default`` for ``envs/<name>`` / ``$JOSH_<NAME>_DATA``) and is
-imported only when the environment is built. The builder's keyword parameters after the data are the environment's
+A built-in environment is its package plus one ``register_env`` line here; another package's registers through its
+own ``josh.environments`` entry point (``josh.plugins``), and ``build_env`` refuses an environment that lacks a member
+of the contract (``josh.envs.base``). The builder takes the data source (ToolWOZ: ``mini`` or a folder; retail,
+airline: a folder, or ``default`` for ``envs/<name>`` / ``$JOSH_<NAME>_DATA``) and is imported only when the
+environment is built. The builder's keyword parameters after the data are the environment's
 options (``--env-option KEY=VALUE``), checked against their types like agent and user options; the τ² envs take
 ``judge=BACKEND:MODEL``, the LLM that judges τ²'s NL assertions (``josh.run.env_judge`` builds and attaches it).
 """
@@ -14,12 +16,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from josh.plugins import GROUPS
 from josh.registry import Registry, parse_backend_model
 
 if TYPE_CHECKING:
     from josh.envs.base import Env
 
-ENVIRONMENTS = Registry("environment", "--env", options_flag="--env-option", builder_args=1)
+ENVIRONMENTS = Registry(
+    "environment", "--env", options_flag="--env-option", builder_args=1, group=GROUPS["environment"]
+)
 register_env = ENVIRONMENTS.register
 """``register_env(name, builder, *, summary="")``: make ``build_env(name, data, options)`` call
 ``builder(data, **options)``."""
@@ -28,7 +33,12 @@ register_env = ENVIRONMENTS.register
 def build_env(name: str, data: str, options: Mapping[str, Any] | None = None) -> Env:
     """The environment ``name`` over data source ``data`` with its ``options``; an unknown name or a bad option
     raises ``ValueError``."""
-    return ENVIRONMENTS.build(name, data, options=options)
+    from josh.envs.base import missing_members  # deferred with the environment's own modules
+
+    env = ENVIRONMENTS.build(name, data, options=options)
+    if missing := missing_members(env):
+        raise TypeError(f"environment {name!r} lacks {', '.join(missing)}: subclass josh.envs.base.EnvBase")
+    return env
 
 
 def _backend_model(text: str) -> str:

@@ -100,7 +100,7 @@ async def evaluate(
             summary = summarize(records, cost=cost() if cost else 0.0, wall_s=wall_s)
             summary.pending = len(wanted - finished(records))
             summary.run = run
-            summary.reward_notes = dict(getattr(env, "reward_notes", {}))
+            summary.reward_notes = dict(env.reward_notes)
             write_atomic(out / SUMMARY, json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
     return summary
 

@@ -17,11 +17,14 @@ from typing import Any
 
 from josh.llm.base import LLM
 from josh.llm.config import HFConfig, LLMConfig, OpenAIConfig, ScriptedConfig, VLLMConfig
+from josh.plugins import GROUPS
 from josh.registry import Registry
 from josh.util.errors import VLLM_INSTALL
 
 SETTINGS_FLAG = "--llm-option; setup.llm_options in a loop recipe"
-BACKENDS = Registry("backend", "--backend", options_flag=SETTINGS_FLAG, fixed=("backend", "model"))
+BACKENDS = Registry(
+    "backend", "--backend", options_flag=SETTINGS_FLAG, fixed=("backend", "model"), group=GROUPS["backend"]
+)
 
 
 SCRIPTED_NEEDS_REPLIES = (

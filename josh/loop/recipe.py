@@ -15,6 +15,7 @@ from josh.harvest.warmstart import WarmStartConfig
 from josh.llm.base import Sampling
 from josh.run.spec import RunSpec
 from josh.search.algorithm import SearchConfig
+from josh.training.launcher import LaunchSpec
 from josh.training.recipe import StrictModel, TrainRecipe, apply_overrides, explain_error, read_mapping
 
 
@@ -181,6 +182,11 @@ class LoopRecipe(StrictModel):
         "that ran the round's rollouts, on that round's rows only (needs accumulate: false)",
     )
     eval: EvalSpec = Field(default_factory=EvalSpec)
+    launch: LaunchSpec | None = Field(
+        None,
+        description="train every training stage through accelerate launch with this config and number of processes "
+        "(default: in the loop's own process)",
+    )
 
     @model_validator(mode="after")
     def _check_arms(self) -> LoopRecipe:

@@ -39,7 +39,7 @@ from typing import Any
 
 from rich.console import Console
 
-from josh.loop.arms import ARMS, check_arms
+from josh.loop.arms import check_arms, registered_arms
 from josh.loop.arms.base import BASE, WARM_START, Model, Round, model_label
 from josh.loop.arms.control_random import draws_in, run_control_random
 from josh.loop.arms.control_retrain import run_control_retrain
@@ -47,6 +47,7 @@ from josh.loop.recipe import LoopRecipe, WarmStartSpec
 from josh.loop.render import save_report
 from josh.loop.report import build_report
 from josh.loop.result import RETRAIN, Evaluated, LoopResult, Note, Pair, RoundRecord
+from josh.loop.served import ServedPolicy
 from josh.loop.stages import (
     Builder,
     EvalStage,
@@ -66,6 +67,7 @@ from josh.loop.stages import (
     train_with_trl,
 )
 from josh.run.components import build_components
+from josh.training.launcher import LaunchedTrainer
 from josh.training.recipe import TrainRecipe
 from josh.util.atomic import write_atomic
 from josh.util.layout import LOOP_RECIPE, WARMSTART_ROWS
@@ -77,14 +79,15 @@ TRAIN_SEED_STEP = 100  # train_seeds: the k-th further training seed of a model 
 
 class Loop:
     """Runs one seed of a ``LoopRecipe`` stage by stage; see the module docstring. The trainer, the component
-    builder and the merger are injected (tests run the whole loop without a model); ``dry`` runs nothing and reports
-    what is done."""
+    builder and the merger are injected (tests run the whole loop without a model; the default trainer trains in this
+    process, or through ``accelerate launch`` with the recipe's ``launch``); ``dry`` runs nothing and reports what is
+    done. An agent on the openai backend is a vLLM server that loads each trained adapter (``josh.loop.served``)."""
 
     def __init__(
         self,
         recipe: LoopRecipe,
         *,
-        trainer: Trainer = train_with_trl,
+        trainer: Trainer | None = None,
         builder: Builder = build_components,
         merger: Merger = merge_with_peft,
         console: Console | None = None,
@@ -93,7 +96,10 @@ class Loop:
     ) -> None:
         check_arms(recipe)
         self.recipe = recipe
-        self.ctx = StageContext(recipe, trainer, builder, merger, console or Console(), progress, dry)
+        if trainer is None:
+            trainer = LaunchedTrainer(recipe.launch) if recipe.launch is not None else train_with_trl
+        served = ServedPolicy(recipe) if recipe.setup.backend == "openai" else None
+        self.ctx = StageContext(recipe, trainer, builder, merger, console or Console(), progress, dry, served)
         self.run_dir = recipe.run_dir
         self.grpo_start: Path | None = None
 
@@ -106,6 +112,10 @@ class Loop:
         if self.recipe.seeds > 1:
             raise ValueError(f"the recipe asks for {self.recipe.seeds} seeds: run it with josh.loop.seeds.run_seeds")
         if not self.ctx.dry:
+            if self.recipe.launch is not None:
+                self.recipe.launch.check()
+            if self.ctx.served is not None:
+                self.ctx.served.check()
             if (self.run_dir / "seeds.yaml").is_file():
                 raise ValueError(f"{self.run_dir} holds a run of several seeds; give this run another name")
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -259,7 +269,7 @@ class Loop:
             start=self.policy if recipe.sft_from == "policy" and isinstance(self.policy, Path) else None,
             prior_sft=list(self.sft_sources) if recipe.accumulate else [],
         )  # fmt: skip
-        for arm in ARMS:
+        for arm in registered_arms():
             if arm.enabled(recipe):
                 round_.models[arm.key] = arm.run(self, round_)
         if draws_in(self, r):

@@ -155,5 +155,5 @@ def build_components(options: ComponentOptions, *, check_connection: bool = True
     if options.user_sampling and user_llm:
         user_opts["sampling"] = options.user_sampling
     agent = make_agent(options.agent, env, agent_llm, **agent_opts)
-    user_sim = make_user(options.user, user_llm, user_tools=getattr(env, "user_tools", None), **user_opts)
+    user_sim = make_user(options.user, user_llm, user_tools=env.user_tools or None, **user_opts)
     return Components(env=env, tasks=tasks, agent=agent, user=user_sim, llms=list(llms.values()))

@@ -129,8 +129,7 @@ async def _converse(
         if state.terminated:
             end = "terminated"
             break
-    if hasattr(state, "ended"):  # environments that score how a conversation ended (τ²: cut short scores 0.0)
-        state.ended = end
+    state.ended = end  # environments may score how a conversation ended (τ²: cut short scores 0.0)
     reward = env.reward(state, history)
     return ConversationRecord(
         task_id=task.id,

@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from josh.agents.claims import false_claims
+from josh.envs.base import Env
 from josh.types import CallRecord, ErrorCategory, Goal
 
 
@@ -166,17 +167,16 @@ def diagnose(
     return Diagnosis(calls=verdicts, never_attempted=never, false_claims=false_claims(replies, log, write_tools))
 
 
-def goal_tools_of(env: Any) -> frozenset[str] | None:
+def goal_tools_of(env: Env) -> frozenset[str] | None:
     """The environment's ``goal_tools`` (the tools that can complete goals), or ``None`` when every tool can."""
-    tools = getattr(env, "goal_tools", None)
-    return frozenset(tools) if tools is not None else None
+    return frozenset(env.goal_tools) if env.goal_tools is not None else None
 
 
 def diagnose_conversation(
-    env: Any, goals: Sequence[Goal], log: Sequence[CallRecord], replies: Sequence[str]
+    env: Env, goals: Sequence[Goal], log: Sequence[CallRecord], replies: Sequence[str]
 ) -> Diagnosis:
     """``diagnose`` with the environment's goal tools and write tools (``write_tools``; none when it has none)."""
-    return diagnose(goals, log, goal_tools_of(env), replies=replies, write_tools=getattr(env, "write_tools", ()))
+    return diagnose(goals, log, goal_tools_of(env), replies=replies, write_tools=env.write_tools)
 
 
 class DiagnosticsSummary(BaseModel):

@@ -54,10 +54,9 @@ def run_user_calls(
     """The user's calls run on ``state`` through the env's ``user_call``, as the transcript keeps them (a ``user``
     message holding the calls, then their results) with the categories of the bad ones; a one-line failure when
     the env has no user tools."""
-    run = getattr(env, "user_call", None)
-    if run is None:
+    if not env.user_tools:
         return f"user simulator: {env.name} has no user tools, but the user called {calls[0].name}"
-    results = [_nameless(call) if not call.name else _run(run, state, call) for call in calls]
+    results = [_nameless(call) if not call.name else _run(env.user_call, state, call) for call in calls]
     messages = [Message(role="user", tool_calls=tuple(calls))]
     messages += [tool_result(call.id, result.content) for call, result in zip(calls, results, strict=True)]
     return messages, [result.error for result in results if result.error is not None]

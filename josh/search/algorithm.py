@@ -14,9 +14,17 @@ One step of the search:
    calls the user makes on its own device (τ² telecom) run on the leaf's state and are kept on its node
    (``Node.user_calls``), on the user's side, never in the agent's history.
 
-The search stops when every goal is met, no live leaf remains, or ``max_depth`` agent turns were taken. Failures
-never escape (``josh.run.step``): an agent or user failure kills that leaf (a ``dead`` node recording why) and the
-search goes on with the others; a user-simulator failure is marked ``ErrorCategory.USER_ERROR`` on the node it ended.
+The search stops when every goal is met, no live leaf remains, or ``max_depth`` agent turns were taken.
+
+A task without goals, in an environment whose ``outcome_reward`` is set (elsewhere it is recorded unsearched), is
+searched the same way without step 2: every branch runs to its end (the user done, the state terminated, or
+``max_depth``), the environment's final reward scores each finished branch (``Node.reward``), and the best one
+(ties: the first) is the ideal path when its reward is above 0; the other finished branches with a reward are
+``partial`` and every other node is ``pruned``.
+
+Failures never escape (``josh.run.step``): an agent or user failure kills that leaf (a ``dead`` node recording why)
+and the search goes on with the others; a user-simulator failure is marked ``ErrorCategory.USER_ERROR`` on the node
+it ended.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from josh.run.diagnostics import classify, goal_tools_of
 from josh.run.step import agent_step
 from josh.run.user_turn import user_turn
 from josh.search.tree import Node, Tree, TreeStats, chain_messages, transcript_of
-from josh.types import Task
+from josh.types import Task, is_success
 from josh.users.base import UserSimulator
 
 
@@ -69,6 +77,7 @@ class _Search:
         self.best = 0
         self.tree_nodes: list[Node] = []
         self.since_root: list[Node] = []
+        self.finished: list[tuple[_Leaf, str]] = []  # goal-less tasks: every ended branch and how it ended
 
     def _new_node(self, **fields: Any) -> Node:
         node = Node(id=len(self.tree_nodes), **fields)
@@ -85,13 +94,37 @@ class _Search:
     async def run(self, state: ConversationState) -> None:
         root = self._new_node()
         leaves = await self._user_step([_Leaf(root, state)])
-        while leaves and len(self.credited) < self.n_goals and leaves[0].node.depth < self.config.max_depth:
+        outcome = self.n_goals == 0
+        while (
+            leaves and (outcome or len(self.credited) < self.n_goals) and leaves[0].node.depth < self.config.max_depth
+        ):
             k = self.config.branching if len(leaves) * self.config.branching <= self.config.max_beam else 1
             expanded = await asyncio.gather(*(self._expand(leaf, k) for leaf in leaves))
             children = [child for group in expanded for child in group]
-            leaves = self._credit(children)
-            if len(self.credited) < self.n_goals:
+            leaves = [c for c in children if not c.node.ended] if outcome else self._credit(children)
+            self.finished += [(c, "terminated") for c in children if outcome and c.node.ended]
+            if outcome or len(self.credited) < self.n_goals:
                 leaves = await self._user_step(leaves)
+        if outcome:
+            self.finished += [(leaf, "max_turns") for leaf in leaves]
+            self._rank()
+
+    def _rank(self) -> None:
+        """Goal-less tasks: score every finished branch with the final reward and label the tree by the best one."""
+        for leaf, how in self.finished:
+            leaf.state.ended = how
+            leaf.node.reward = float(self.env.reward(leaf.state, chain_messages(self._lineage(leaf.node))))
+        scored = [leaf.node for leaf, _ in self.finished if leaf.node.reward]
+        if not scored:
+            return
+        best = max(scored, key=lambda n: (n.reward or 0.0, -n.id))
+        for node in self._lineage(best):
+            node.ideal = True
+        for other in scored:
+            for node in self._lineage(other):
+                node.partial = not node.ideal
+        for node in self.tree_nodes[1:]:
+            node.pruned = not (node.ideal or node.partial)
 
     async def _expand(self, leaf: _Leaf, k: int) -> list[_Leaf]:
         """Sample ``k`` agent turns from one leaf; a failed call leaves one dead child recording why."""
@@ -154,6 +187,8 @@ class _Search:
         node = leaf.node
         if leaf.state.terminated:
             node.ended = True
+            if self.n_goals == 0 and node.parent is None:
+                self.finished.append((leaf, "terminated"))
             return False
         answer = await user_turn(self.env, leaf.state, self.user_sim, self.task, transcript_of(self._lineage(node)))
         node.user_calls = answer.calls
@@ -166,6 +201,8 @@ class _Search:
             return False
         node.user, node.user_done = answer.said.text, answer.said.done
         node.ended = answer.said.done
+        if answer.said.done and self.n_goals == 0:
+            self.finished.append((leaf, "user_done"))
         return not answer.said.done
 
 
@@ -204,7 +241,7 @@ async def search(
         protocol=frame.protocol,
         config=config.model_dump(),
     )
-    if not task.goals:
+    if not task.goals and not env.outcome_reward:
         tree.error = "task has no goals: nothing to reward"
         tree.stats = _stats(tree.nodes, time.perf_counter() - start)
         return tree
@@ -217,8 +254,12 @@ async def search(
     run = _Search(task, env, agent, user_sim, config)
     await run.run(state)
     tree.nodes = run.tree_nodes
-    tree.reward = len(run.credited) / tree.n_goals
-    tree.max_reward = run.best / tree.n_goals
-    tree.success = len(run.credited) == tree.n_goals
+    if tree.n_goals:
+        tree.reward = len(run.credited) / tree.n_goals
+        tree.max_reward = run.best / tree.n_goals
+        tree.success = len(run.credited) == tree.n_goals
+    else:
+        tree.reward = tree.max_reward = max((n.reward or 0.0 for n in run.tree_nodes), default=0.0)
+        tree.success = is_success(tree.reward)
     tree.stats = _stats(tree.nodes, time.perf_counter() - start)
     return tree

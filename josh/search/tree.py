@@ -14,6 +14,8 @@ Flags (a node can carry several):
 * ``dead``: the agent or the user simulator failed on this turn (``exception`` says why);
 * ``ended``: the conversation ended here (the user said done, or the environment terminated).
 
+``reward``: on a task without goals, the final reward of the branch that finished at this node (``None`` elsewhere).
+
 Nodes grown after the last reward carry none of ideal/partial/pruned: they are recorded, but never labelled.
 """
 
@@ -42,6 +44,7 @@ class Node(BaseModel):
     user_calls: list[Message] = Field(default_factory=list)
     user_done: bool = False
     goals: list[int] = Field(default_factory=list)
+    reward: float | None = None
     ideal: bool = False
     partial: bool = False
     pruned: bool = False

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from josh.llm.base import LLM
+from josh.plugins import GROUPS
 from josh.registry import Registry
 from josh.users.base import ToolUser, UserSimulator, UserTurn
 
@@ -30,6 +31,7 @@ USERS = Registry(
     discover=("josh.users", "josh.envs.toolwoz.agenda", "josh.envs.taubench.user"),
     free_label="rule-based",
     builder_args=1,
+    group=GROUPS["user"],
 )
 
 

@@ -3,7 +3,8 @@
 A ``josh rollout`` folder: ``TREES``, ``ROLLOUT_STATS``, ``ROLLOUT_LOG``. A ``josh eval`` folder: ``RESULTS``,
 ``SUMMARY``, ``EVAL_LOG``. A ``josh extract`` folder: ``<format>.jsonl`` for each format (``rows_file``) and
 ``EXTRACT_STATS``, and with ``extract.judge`` the judge gate's cached verdicts ``JUDGE_GATE``. A training run:
-``TRAIN_RECIPE``, ``METRICS``, ``TRAIN_LOG`` beside the adapter. A ``josh loop`` run: ``LOOP_RECIPE`` (or
+``TRAIN_RECIPE``, ``METRICS``, ``TRAIN_LOG`` beside the adapter (``LAUNCH_LOG``: the output of a loop's ``accelerate
+launch``). A ``josh loop`` run: ``LOOP_RECIPE`` (or
 ``SEEDS_RECIPE`` above its ``seed-<k>/`` runs), ``REPORT_JSON``, ``REPORT_MD``, and one folder per stage with its
 ``MANIFEST`` (a training stage that ended without a model: ``TRAIN_ENDED``). A ``josh arena`` folder:
 ``ARENA_JUDGEMENTS``, ``ARENA_SUMMARY``, ``ARENA_PLOT``.
@@ -34,6 +35,7 @@ TRAIN_RECIPE = "recipe.yaml"
 TRAIN_DATA = "data.jsonl"
 METRICS = "metrics.json"
 TRAIN_LOG = "train.log"
+LAUNCH_LOG = "launch.log"
 
 LOOP_RECIPE = "loop.yaml"
 SEEDS_RECIPE = "seeds.yaml"

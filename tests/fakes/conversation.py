@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 
 from josh.agents.base import AgentTurn, PromptFrame
-from josh.envs.base import ConversationState
+from josh.envs.base import ConversationState, EnvBase
 from josh.types import CallRecord, ErrorCategory, Goal, Message, Task, ToolCall, ToolResult, assistant, tool_result
 from josh.users.base import UserTurn
 
@@ -34,7 +34,7 @@ def make_tasks(n: int, goals: int = 1) -> list[Task]:
     return [make_task(goals, f"t{i:03d}") for i in range(n)]
 
 
-class FakeEnv:
+class FakeEnv(EnvBase):
     """Calling the tool ``g<j>`` completes goal j; anything else is an unknown tool."""
 
     name = "fake"

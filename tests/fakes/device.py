@@ -41,15 +41,11 @@ class PhoneState(ConversationState):
     """The conversation state plus the user's phone."""
 
     __slots__ = ("device",)
+    branch_fields = (*ConversationState.branch_fields, "device")
 
     def __init__(self, task: Task) -> None:
         super().__init__(task)
         self.device: dict[str, Any] = {"data": False, "apn": None}
-
-    def fork(self) -> PhoneState:
-        child = super().fork()
-        child.device = dict(self.device)
-        return child
 
 
 class PhoneEnv(FakeEnv):

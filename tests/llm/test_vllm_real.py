@@ -62,16 +62,42 @@ def engine() -> Iterator:
     llm.close()
 
 
+@pytest.fixture
+def cli_engine(engine, monkeypatch) -> None:
+    """The commands' vllm backend built on the module's engine: one engine start instead of one per command (each
+    start costs about a minute on a CPU). Only a backend that engine serves exactly is redirected (SmolLM2 or an
+    adapter of it, the same context length); its close leaves the engine running. The commands' own engine
+    construction still runs in ``test_an_engine_that_dies_mid_run_stops_it_and_a_rerun_resumes``."""
+    import josh.run.components as components
+    from josh.llm.models import adapter_base, is_adapter_dir
+
+    build = components.build_llm
+
+    def on_the_shared_engine(config, **kwargs):
+        if config.backend != "vllm" or config.max_model_len != engine._engine.max_model_len:
+            return build(config, **kwargs)
+        path = resolve_model(config.model)
+        adapter = path if is_adapter_dir(path) else None
+        base = resolve_model(adapter_base(path)) if adapter else path
+        if base != engine._engine.args["model"]:
+            return build(config, **kwargs)
+        view = engine.with_adapter(adapter)
+        view.close = lambda *, cancel=False: None
+        return view
+
+    monkeypatch.setattr(components, "build_llm", on_the_shared_engine)
+
+
 def prompt(food: str, upto: int = 2) -> list[Message]:
     return [Message.from_openai(m) for m in tool_conversation(food)[:upto]]
 
 
-def test_eval_matches_the_hf_backend(tmp_path) -> None:
+def test_eval_matches_the_hf_backend(cli_engine, tmp_path) -> None:
     vllm = evaluate(tmp_path / "vllm", "--backend", "vllm", "--model", "smollm2", *ENGINE, tasks=4, turns=3)
     assert vllm == evaluate(tmp_path / "hf", "--backend", "hf", "--model", "smollm2", tasks=4, turns=3)
 
 
-def test_greedy_beam_rollout_with_branching_matches_the_hf_backend(tmp_path) -> None:
+def test_greedy_beam_rollout_with_branching_matches_the_hf_backend(cli_engine, tmp_path) -> None:
     def rollout(out: Path, *backend: str) -> dict:
         args = ["rollout", "--out", str(out), *AGENT, *GREEDY, "--limit", "2", "--beam", "2", "--branching", "2"]
         result = CliRunner().invoke(app, [*args, "--max-depth", "2", *backend])
@@ -171,7 +197,7 @@ def test_adapter_checks_come_before_any_request(engine, adapters, tmp_path) -> N
         engine.with_adapter(str(wide))
 
 
-def test_an_adapter_attached_per_request_evaluates_as_the_merged_adapter(adapters, tmp_path) -> None:
+def test_an_adapter_attached_per_request_evaluates_as_the_merged_adapter(cli_engine, adapters, tmp_path) -> None:
     adapter = str(adapters["chinese"])
     vllm = evaluate(tmp_path / "vllm", "--backend", "vllm", "--model", adapter, *ENGINE, tasks=2, turns=2)
     assert vllm == evaluate(tmp_path / "hf", "--backend", "hf", "--model", adapter, tasks=2, turns=2)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from josh.envs.airline.db import load_db
 from josh.envs.airline.state import AirlineState
-from josh.envs.airline.tasks import load_tasks
+from josh.envs.airline.tasks import SPLITS, load_tasks
 from josh.envs.airline.tools import TOOLS
 from josh.envs.taubench.env import TauBenchEnv
 from josh.types import Task
@@ -16,6 +16,8 @@ from josh.types import Task
 
 class AirlineEnv(TauBenchEnv, name="airline", registry=TOOLS, state_type=AirlineState, load_db=load_db):
     """τ-bench airline as a josh ``Env``: one split, ``test``."""
+
+    splits = SPLITS
 
     def load_tasks(self, split: str) -> list[Task]:
         return load_tasks(self.data_dir, split, self.db.users)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from josh.envs.retail.db import load_db
 from josh.envs.retail.state import RetailState
-from josh.envs.retail.tasks import load_tasks
+from josh.envs.retail.tasks import SPLITS, load_tasks
 from josh.envs.retail.tools import TOOLS
 from josh.envs.taubench.env import TauBenchEnv
 from josh.types import Task
@@ -15,6 +15,8 @@ from josh.types import Task
 
 class RetailEnv(TauBenchEnv, name="retail", registry=TOOLS, state_type=RetailState, load_db=load_db):
     """τ-bench retail as a josh ``Env``: splits ``train``, ``dev`` and ``test``."""
+
+    splits = SPLITS
 
     def load_tasks(self, split: str) -> list[Task]:
         return load_tasks(self.data_dir, split)

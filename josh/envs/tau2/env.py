@@ -22,6 +22,7 @@ from typing import Any
 from tau2.data_model.message import ToolCall as Tau2Call
 from tau2.environment.toolkit import ToolType
 
+from josh.envs.base import EnvBase
 from josh.envs.tau2.assertions import JudgeCall
 from josh.envs.tau2.package import Tau2Error, check_domain, require_tau2
 from josh.envs.tau2.state import Tau2State
@@ -37,12 +38,13 @@ def _schemas(tools: Iterable[Any]) -> dict[str, dict[str, Any]]:
     return {tool.name: tool.openai_schema for tool in tools}
 
 
-class Tau2Env:
+class Tau2Env(EnvBase):
     """One τ² domain (see the module docstring); ``data`` is not used: the data is the installed package's."""
 
     def __init__(self, domain: str, judge: str | None = None) -> None:
         require_tau2()
         self.domain = check_domain(domain)
+        self.splits = SPLITS[self.domain]
         self.judge = judge  # BACKEND:MODEL of the NL-assertion judge (--env-option judge=...); None: NL assertions off
         self.judge_call: JudgeCall | None = None  # attached by the run that builds the judge (josh.run.env_judge)
         self.name = env_name(domain)

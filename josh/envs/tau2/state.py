@@ -128,21 +128,19 @@ def writing(environment: Any) -> Iterator[None]:
 class Tau2State(ConversationState):
     """A conversation on a τ² environment (see the module docstring)."""
 
-    __slots__ = ("environment", "calls", "ended", "_owned")
+    __slots__ = ("environment", "calls", "_owned")
+    shared_fields = (*ConversationState.shared_fields, "environment")
+    branch_fields = (*ConversationState.branch_fields, "calls", "_owned")
 
     def __init__(self, task: Task, environment: Any) -> None:
         super().__init__(task)
         self.environment = environment
         self.calls: list[tuple[str, Any, Any]] = []
-        self.ended: str | None = None
         self._owned = False
 
     def fork(self) -> Tau2State:
         child = cast(Tau2State, super().fork())
-        child.environment = self.environment
-        child.calls = list(self.calls)
-        child.ended = self.ended
-        child._owned = self._owned = False
+        child._owned = self._owned = False  # the environment is copied on the next write on either side
         return child
 
     def own(self) -> Any:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from josh.envs.base import ConversationState
+from josh.envs.base import ConversationState, EnvBase
 from josh.envs.taubench.reward import OutcomeReward, outputs_found
 from josh.envs.taubench.state import OverlayState, canonical
 from josh.envs.taubench.tasks import details_of
@@ -32,7 +32,7 @@ def default_data_dir(name: str) -> Path:
     return Path(os.environ.get(f"JOSH_{name.upper()}_DATA", Path("envs") / name))
 
 
-class TauBenchEnv(ABC):
+class TauBenchEnv(EnvBase, ABC):
     """The shared ``Env`` behaviour of the τ-bench domains (see the module docstring). The database is loaded once
     per data folder and shared by all states."""
 

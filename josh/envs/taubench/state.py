@@ -37,6 +37,8 @@ class OverlayState(ConversationState):
     """
 
     __slots__ = ("db", "overlays", "_owned")
+    shared_fields = (*ConversationState.shared_fields, "db")
+    branch_fields = (*ConversationState.branch_fields, "overlays", "_owned")
     tables: ClassVar[tuple[str, ...]]
 
     def __init__(self, task: Task, db: Any) -> None:
@@ -47,8 +49,7 @@ class OverlayState(ConversationState):
 
     def fork(self) -> OverlayState:
         child = cast(OverlayState, super().fork())
-        child.db = self.db
-        child.overlays = {table: dict(overlay) for table, overlay in self.overlays.items()}
+        child.overlays = {table: dict(overlay) for table, overlay in self.overlays.items()}  # a level deeper
         child._owned = set()
         self._owned = set()
         return child

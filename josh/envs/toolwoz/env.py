@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from josh.envs.base import ConversationState
+from josh.envs.base import ConversationState, EnvBase
 from josh.envs.toolwoz.db import ToolWOZDB
 from josh.envs.toolwoz.goals import TaskPlan, search_completes
 from josh.envs.toolwoz.impossible import WRITE_TOOLS, impossible_reward
@@ -56,7 +56,7 @@ def _record(name: Any, arguments: Any, result: ToolResult, completed: tuple[int,
     )
 
 
-class ToolWOZEnv:
+class ToolWOZEnv(EnvBase):
     """ToolWOZ behind the ``Env`` protocol; the DB is shared read-only, so ``state.fork()`` is all a branch needs."""
 
     name = "toolwoz"
@@ -78,6 +78,11 @@ class ToolWOZEnv:
             known = ", ".join(sorted(self._tasks)) or "none"
             raise ValueError(f"unknown ToolWOZ split {split!r}; known splits: {known}")
         return list(self._tasks[split])
+
+    @property
+    def splits(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The splits of the task source (a callable source: ``train`` and ``test``)."""
+        return ("train", "test") if self._tasks is None or callable(self._tasks) else tuple(self._tasks)
 
     def system_prompt(self, task: Task) -> str:
         return SYSTEM_PROMPT

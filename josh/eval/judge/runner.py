@@ -64,7 +64,7 @@ def reply_turns(record: ConversationRecord) -> list[int]:
 
 def policy_of(env: Env) -> str | None:
     """The domain policy the policy dimension is judged against (None: that dimension is not judged)."""
-    policy = getattr(env, "policy", None)
+    policy = env.policy
     return policy if isinstance(policy, str) and policy.strip() else None
 
 

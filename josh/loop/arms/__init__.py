@@ -2,8 +2,10 @@
 them; the controls (``control_random``, ``control_retrain``, ``control_gate``) train beside them to say what JOSH's
 selection (and its judge gate) adds.
 
-Adding an arm: a module with its ``Arm``, registered with ``register_arm``; a loop recipe trains it when its
-``arms:`` section holds a training recipe under the arm's key (the "Extending josh" docs show one).
+Adding an arm: a module with its ``Arm``, registered with ``register_arm``, or another package's entry point in
+the ``josh.arms`` group (pointing at the ``Arm`` or at a function that registers it; loaded when a loop checks its
+recipe); a loop recipe trains it when its ``arms:`` section holds a training recipe under the arm's key (the
+"Extending josh" docs show one).
 """
 
 from josh.loop.arms.base import Arm
@@ -13,8 +15,10 @@ from josh.loop.arms.kto import KTOArm
 from josh.loop.arms.sft import SFTArm
 from josh.loop.arms.tree import TreeArm
 from josh.loop.recipe import LoopRecipe
+from josh.plugins import GROUPS, Plugins
 
 ARMS: list[Arm] = [SFTArm(), KTOArm(), TreeArm(), GRPOArm(), GateControlArm()]
+PLUGINS = Plugins(GROUPS["arm"])
 
 
 def register_arm(arm: Arm) -> Arm:
@@ -25,9 +29,19 @@ def register_arm(arm: Arm) -> Arm:
     return arm
 
 
+def registered_arms() -> list[Arm]:
+    """Every arm, the ``josh.arms`` plugins loaded first (a failing one is reported by name and left out)."""
+    PLUGINS.scan({a.key for a in ARMS})
+    PLUGINS.load_all(register_arm, lambda key: any(a.key == key for a in ARMS))
+    return ARMS
+
+
 def check_arms(recipe: LoopRecipe) -> None:
-    """Raise ``ValueError`` when the recipe's ``arms:`` names an arm nobody registered."""
-    known = {a.key for a in ARMS}
+    """Raise ``ValueError`` when the recipe's ``arms:`` names an arm nobody registered (``PluginError`` when it names a
+    plugin that failed to load)."""
+    known = {a.key for a in registered_arms()}
+    for key in set(recipe.arms) - known:
+        PLUGINS.check(key)
     unknown = sorted(set(recipe.arms) - known)
     if unknown:
         raise ValueError(

@@ -9,7 +9,8 @@ inputs is skipped, an unfinished one runs again in place, a changed one moves th
 which is how a report is rebuilt from a run folder.
 
 Every piece that costs real compute is injected into the context (the trainer, the component builder and the
-merger), so the scripted tests run the whole loop without a model.
+merger), so the scripted tests run the whole loop without a model. ``served``: the agent's vLLM server, which loads
+each adapter before a stage runs it (``josh.loop.served``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from josh.envs.base import Env
 from josh.llm.base import Sampling
 from josh.loop.recipe import LoopRecipe
 from josh.loop.result import LoopResult
+from josh.loop.served import ServedPolicy
 from josh.loop.stages.manifest import Input, run_stage, stage_done
 from josh.run.components import ComponentOptions, Components
 from josh.training.recipe import TrainRecipe
@@ -61,6 +63,7 @@ class StageContext:
     console: Console
     progress: bool = True
     dry: bool = False
+    served: ServedPolicy | None = None
     result: LoopResult = field(init=False)
     _env: Env | None = field(default=None, init=False, repr=False)
 
@@ -95,7 +98,10 @@ class StageContext:
         (self.result.ran if ran else self.result.skipped).append(stage.name)
 
     def components(self, split: str, model: str, sampling: Sampling | None) -> Components:
-        """The run spec's env, tasks, agent, user and LLMs for one stage: its split, model and sampling."""
+        """The run spec's env, tasks, agent, user and LLMs for one stage: its split, model and sampling (a served
+        agent's model under the name its server answers to)."""
+        if self.served is not None:
+            model = self.served.name(model)
         spec = {**self.recipe.setup.model_dump(), "model": model}
         return self.builder(ComponentOptions(**spec, split=split, agent_sampling=sampling))
 
