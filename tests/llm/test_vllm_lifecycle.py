@@ -22,8 +22,13 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 
 def test_close_ends_the_engine_processes() -> None:
+    from multiprocessing import resource_tracker
+
     import psutil
 
+    # multiprocessing's resource tracker lives as long as this process: started by the first engine of a fresh
+    # pytest worker, it is not one of the engine's processes
+    resource_tracker.ensure_running()
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     llm = make_llm("vllm", "smollm2", max_model_len=1024, kv_cache_gib=1)
     started = {p.pid for p in psutil.Process().children(recursive=True)} - before
