@@ -82,7 +82,7 @@ class Table(dict[Any, Any]):
         return default
 
 
-def _tabular(environment: Any) -> bool:
+def tabular(environment: Any) -> bool:
     """Whether record-level copy-on-write covers everything a call can change: no user side, no sync, and a DB of
     tables only."""
     db = environment.tools.db if environment.tools is not None else None
@@ -97,7 +97,7 @@ def _tabular(environment: Any) -> bool:
 def branch(environment: Any) -> Any:
     """A copy of ``environment`` that a branch may change without touching ``environment`` (see the module
     docstring): over shared records where the DB is tabular, else a deep copy."""
-    if not _tabular(environment):
+    if not tabular(environment):
         return copy.deepcopy(environment)
     db = environment.tools.db
     tools = copy.copy(environment.tools)

@@ -26,6 +26,7 @@ from tau2.data_model.simulation import SimulationRun, TerminationReason
 from tau2.data_model.tasks import RewardType
 
 from josh.envs.tau2.assertions import JudgeCall, counts_nl_assertions, evaluate_judged
+from josh.envs.tau2.fresh import evaluation_domain
 from josh.types import Message
 
 TERMINATION = {
@@ -103,9 +104,10 @@ def evaluate(
         termination_reason=TERMINATION[ended or "user_done"],
         messages=trajectory,
     )
+    fresh = evaluation_domain(domain)  # τ²'s constructor over one pristine load (josh.envs.tau2.fresh)
     if judge is not None and counts_nl_assertions(tau2_task):
-        return evaluate_judged(run, tau2_task, domain, judge)
-    return evaluate_simulation(run, without_nl_assertions(tau2_task), EvaluationType.ALL, False, domain)
+        return evaluate_judged(run, tau2_task, fresh, judge)
+    return evaluate_simulation(run, without_nl_assertions(tau2_task), EvaluationType.ALL, False, fresh)
 
 
 def without_nl_assertions(tau2_task: Any) -> Any:
