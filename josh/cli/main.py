@@ -423,8 +423,8 @@ def matrix(
 
 
 def _register_data() -> None:
+    from josh.cli.data import data_app  # deferred: keeps josh --help light
     from josh.cli.paper import import_paper  # deferred: keeps josh --help light
-    from josh.envs.toolwoz.commands import data_app  # deferred: keeps josh --help light
 
     data_app.command("import-paper")(import_paper)
     app.add_typer(data_app, name="data")

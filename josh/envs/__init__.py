@@ -20,7 +20,7 @@ from josh.plugins import GROUPS
 from josh.registry import Registry, parse_backend_model
 
 if TYPE_CHECKING:
-    from josh.envs.base import Env
+    from josh.core.env import Env
 
 ENVIRONMENTS = Registry(
     "environment", "--env", options_flag="--env-option", builder_args=1, group=GROUPS["environment"]
@@ -33,7 +33,7 @@ register_env = ENVIRONMENTS.register
 def build_env(name: str, data: str, options: Mapping[str, Any] | None = None) -> Env:
     """The environment ``name`` over data source ``data`` with its ``options``; an unknown name or a bad option
     raises ``ValueError``."""
-    from josh.envs.base import missing_members  # deferred with the environment's own modules
+    from josh.core.env import missing_members  # deferred with the environment's own modules
 
     env = ENVIRONMENTS.build(name, data, options=options)
     if missing := missing_members(env):

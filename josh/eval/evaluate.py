@@ -15,14 +15,14 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from josh.agents.base import Agent
-from josh.envs.base import Env
+from josh.core.agent import Agent
+from josh.core.env import Env
+from josh.core.user import UserSimulator
 from josh.eval.metrics import Summary, summarize
 from josh.run.conversation import ConversationRecord, run_conversation
 from josh.run.info import RunInfo
 from josh.run.resumable import Counted, Session, require_unique, run_session
 from josh.types import Task
-from josh.users.base import UserSimulator
 from josh.util.atomic import write_atomic
 from josh.util.jsonl import read_models
 from josh.util.layout import RESULTS, SUMMARY

@@ -22,14 +22,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from josh.agents.base import Agent
+from josh.core.agent import Agent
+from josh.core.llm import aclose_all
+from josh.core.user import UserSimulator
 from josh.eval.evaluate import evaluate, load_finished
 from josh.eval.metrics import Interval, PairedDifference, Summary, paired_difference
 from josh.eval.summary import fmt_interval
-from josh.llm.base import aclose_all
 from josh.llm.health import require_complete, stop_if_failing
 from josh.run.components import ComponentOptions, Parts, build_parts
-from josh.users.base import UserSimulator
 from josh.util.atomic import write_atomic
 from josh.util.layout import MATRIX_CONFIG as CONFIG_FILE
 from josh.util.layout import MATRIX_JSON, MATRIX_MD

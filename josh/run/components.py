@@ -8,16 +8,16 @@ stops the run at once with one line.
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import Field
 
 from josh.agents import AGENTS, Agent, make_agent
+from josh.core.env import Env
+from josh.core.llm import LLM, Sampling, run_session
 from josh.envs import ENVIRONMENTS, build_env
-from josh.envs.base import Env
-from josh.llm.base import LLM, Sampling, run_session
 from josh.llm.config import LLMConfig, LLMKey
 from josh.llm.factory import build_llm, check_buildable, llm_config
 from josh.llm.health import check_connections
@@ -156,6 +156,27 @@ def preflight_cells(cells: Sequence[ComponentOptions], *, check_connection: bool
     return check_llms(_wanted(cells), check_connection=check_connection)
 
 
+def run_agent(
+    env: Env, name: str, llm: LLM | None, options: Mapping[str, Any], sampling: Sampling | None = None
+) -> Agent:
+    """The agent ``name`` on ``env`` with ``llm`` (``sampling`` when it has one), as every josh run builds it."""
+    opts = dict(options)
+    if sampling and llm:
+        opts["sampling"] = sampling
+    return make_agent(name, env, llm, **opts)
+
+
+def run_user(
+    env: Env, name: str, llm: LLM | None, options: Mapping[str, Any], sampling: Sampling | None = None
+) -> UserSimulator:
+    """The user simulator ``name`` with ``llm`` (``sampling`` when it has one) and ``env``'s user tools (τ² telecom's
+    device), as every josh run builds it."""
+    opts = dict(options)
+    if sampling and llm:
+        opts["sampling"] = sampling
+    return make_user(name, llm, user_tools=env.user_tools or None, **opts)
+
+
 @dataclass
 class Parts:
     """A built environment, its tasks and the LLMs of every agent/user pair it was built for; ``agent`` and ``user``
@@ -169,19 +190,13 @@ class Parts:
         """The agent ``options`` names, on its LLM (with the agent sampling)."""
         agent_key, _ = _llm_keys(options)
         llm = self.llms[agent_key] if agent_key else None
-        agent_opts = dict(options.agent_options)
-        if options.agent_sampling and llm:
-            agent_opts["sampling"] = options.agent_sampling
-        return make_agent(options.agent, self.env, llm, **agent_opts)
+        return run_agent(self.env, options.agent, llm, options.agent_options, options.agent_sampling)
 
     def user(self, options: ComponentOptions) -> UserSimulator:
         """The user simulator ``options`` names, on its LLM, with the environment's user tools."""
         _, user_key = _llm_keys(options)
         llm = self.llms[user_key] if user_key else None
-        user_opts = dict(options.user_options)
-        if options.user_sampling and llm:
-            user_opts["sampling"] = options.user_sampling
-        return make_user(options.user, llm, user_tools=self.env.user_tools or None, **user_opts)
+        return run_user(self.env, options.user, llm, options.user_options, options.user_sampling)
 
     def cost(self) -> float:
         return sum(llm.usage.cost for llm in self.llms.values())

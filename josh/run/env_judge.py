@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from josh.llm.base import LLM, LLMError, Sampling
+from josh.core.llm import LLM, LLMError, Sampling
 from josh.llm.config import LLMKey
 from josh.registry import parse_backend_model
 from josh.types import Message

@@ -23,9 +23,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from josh.agents.base import Agent
-from josh.envs.base import Env
-from josh.llm.base import Spent, failures_noted
+from josh.core.agent import Agent
+from josh.core.env import Env
+from josh.core.llm import Spent, failures_noted
+from josh.core.user import UserSimulator
 from josh.llm.health import stop_if_failing
 from josh.run.components import ComponentOptions, build_components
 from josh.run.info import RunInfo
@@ -33,7 +34,6 @@ from josh.run.resumable import Session, finished_keys, run_session
 from josh.search.algorithm import SearchConfig, search
 from josh.search.tree import Tree
 from josh.types import ErrorCategory, Task
-from josh.users.base import UserSimulator
 from josh.util.atomic import write_atomic
 from josh.util.jsonl import iter_jsonl
 from josh.util.layout import ROLLOUT_STATS as STATS_FILE
