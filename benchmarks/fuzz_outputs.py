@@ -35,7 +35,7 @@ from typing import Any
 
 from josh.agents import make_agent
 from josh.agents.base import AgentTurn
-from josh.agents.parsing import Parsed
+from josh.core.parsing import Parsed
 from josh.envs.base import Env
 from josh.envs.retail import RetailEnv
 from josh.envs.toolwoz.agenda import AgendaUser

@@ -7,8 +7,9 @@ for an unknown name, an unknown or bad option or an unsupported environment, are
 
 A registry may name modules that register themselves when imported (a package stands for all of its modules): they
 are imported the first time a name is looked up, so a new user simulator is one file in ``josh/users/`` that calls
-``register_user``, and a scripted agent or user that belongs to one environment registers from that environment's
-package. A registry with a ``group`` also loads the components other packages name in that entry-point group
+``register_user``. It may also name entries the way an entry point does (``module:attribute``, an ``Entry``): a
+scripted agent or user that belongs to one environment is declared there with ``entry`` (``ORACLE = entry(...)`` in
+``josh.envs.toolwoz.oracle``), so the environment's package never imports the agents' or users' package. A registry with a ``group`` also loads the components other packages name in that entry-point group
 (``josh.plugins``), the first time a name is looked up.
 """
 
@@ -40,6 +41,23 @@ class Entry:
 
     def supports(self, env: str) -> bool:
         return self.envs is None or env in self.envs
+
+
+def entry(
+    name: str,
+    builder: Callable[..., Any],
+    *,
+    builder_args: int,
+    noun: str,
+    options: type[BaseModel] | None = None,
+    needs_model: bool = False,
+    envs: tuple[str, ...] | None = None,
+    summary: str = "",
+) -> Entry:
+    """An entry as ``Registry.register`` makes it, for a registry that names it (``module:attribute``) or a plugin's
+    entry point; ``builder_args`` and ``noun`` as the registry's (agents: 2, "agent"; users: 1, "user")."""
+    model = options or options_of(builder, skip=builder_args, title=f"{name} {noun} options")
+    return Entry(name, builder, model, needs_model, envs, summary)
 
 
 class Registry:
@@ -83,18 +101,24 @@ class Registry:
     ) -> Entry:
         """Add (or replace) ``name``. Without ``options`` the options model is read off the builder's parameters
         after its positional ``builder_args`` (their names, types and defaults)."""
-        model = options or options_of(builder, skip=self.builder_args, title=f"{name} {self.noun} options")
-        entry = Entry(name, builder, model, needs_model, envs, summary)
-        self._entries[name] = entry
+        made = entry(
+            name, builder, builder_args=self.builder_args, noun=self.noun, options=options, needs_model=needs_model,
+            envs=envs, summary=summary,
+        )  # fmt: skip
+        self._accept(made)
         self._aliases.update(dict.fromkeys(aliases, name))
-        return entry
+        return made
 
     def _discover(self, *, load: bool = True) -> None:
         """Import the modules that register themselves (once all of them imported; a failure raises again on the next
         lookup) and (``load``) find and load every plugin of the group."""
         if not self._discovered:
             for name in self._discover_from:
-                module = importlib.import_module(name)
+                module_name, _, attr = name.partition(":")
+                module = importlib.import_module(module_name)
+                if attr:
+                    self._accept(getattr(module, attr))
+                    continue
                 for info in pkgutil.iter_modules(getattr(module, "__path__", []), name + "."):
                     importlib.import_module(info.name)
             self._discovered = True

@@ -2,6 +2,7 @@
 import-linter's contract in pyproject.toml, run by ``make lint`` and ``make test``)."""
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 import josh
@@ -72,8 +73,14 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@lru_cache(maxsize=1)
+def josh_graph() -> dict[str, set[str]]:
+    """josh's own import graph, read once for the tests of this module."""
+    return import_graph(PACKAGE)
+
+
 def test_no_import_cycle_among_josh_modules() -> None:
-    assert cycles(import_graph(PACKAGE)) == []
+    assert cycles(josh_graph()) == []
 
 
 def test_the_cycle_finder_finds_a_cycle_through_a_function_local_import(tmp_path: Path) -> None:
@@ -85,3 +92,27 @@ def test_the_cycle_finder_finds_a_cycle_through_a_function_local_import(tmp_path
     (package / "c.py").write_text("import josh.a\n")
     (package / "d.py").write_text("import josh.a\n")
     assert cycles(import_graph(package)) == [["josh.a", "josh.b", "josh.c"]]
+
+
+SIBLINGS = (("josh.envs", "josh.agents", "josh.users", "josh.llm"), ("josh.eval", "josh.harvest", "josh.training"))
+
+
+def test_sibling_packages_never_import_each_other_and_the_contract_says_so() -> None:
+    """Issue 49's target: 0 imports between the component packages, and between the stages (function-local ones
+    included); the layer contract declares them independent (``|``) so ``lint-imports`` keeps it at 0."""
+    import tomllib
+
+    layers = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    for group in SIBLINGS:
+        assert " | ".join(group) in layers["layers"]
+    graph = josh_graph()
+    crossing = sorted(
+        f"{source} -> {target}"
+        for group in SIBLINGS
+        for source, targets in graph.items()
+        for target in targets
+        for a in group
+        for b in group
+        if a != b and (source == a or source.startswith(a + ".")) and (target == b or target.startswith(b + "."))
+    )
+    assert crossing == []

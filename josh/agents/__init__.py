@@ -5,8 +5,8 @@
 ``AGENTS`` holds one entry per strategy (builder, options model, needs an LLM, environments). Built-in: one prompted
 agent per registered protocol (``react``, ``function_calling`` alias ``fc``, ``act``; options are ``AgentConfig``
 fields: ``sampling``, ``max_generations``, ``max_calls_per_generation``, ``examples``, ``examples_as_turns``,
-``constrain``); ``oracle``, the scripted ToolWOZ agent that knows the goals (no LLM; it registers from
-``josh.envs.toolwoz.oracle``); ``replay`` (a task's gold calls). Other modules add strategies with
+``constrain``); ``oracle``, the scripted ToolWOZ agent that knows the goals (no LLM; the entry ``josh.envs.toolwoz.oracle:ORACLE``,
+named here like an entry point, so the environment never imports this package); ``replay`` (a task's gold calls). Other modules add strategies with
 ``register_agent(name, builder)`` and protocols with ``register_protocol(protocol)``.
 """
 
@@ -15,13 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from josh.agents.act import ActProtocol
-from josh.agents.base import Agent, AgentTurn
 from josh.agents.function_calling import FunctionCallingProtocol
 from josh.agents.prompted import AgentConfig, AgentPrompt, PromptedAgent
 from josh.agents.protocol import AgentProtocol
 from josh.agents.react import ReactProtocol
-from josh.envs.base import Env
-from josh.llm.base import LLM
+from josh.core.agent import Agent, AgentTurn
+from josh.core.env import Env
+from josh.core.llm import LLM
 from josh.plugins import GROUPS
 from josh.registry import Registry
 
@@ -30,7 +30,7 @@ AGENTS = Registry(
     "--agent",
     noun="agent",
     options_flag="--agent-option; setup.agent_options in a loop recipe",
-    discover=("josh.agents.replay", "josh.envs.toolwoz.oracle"),
+    discover=("josh.agents.replay", "josh.envs.toolwoz.oracle:ORACLE"),
     builder_args=2,
     group=GROUPS["agent"],
 )

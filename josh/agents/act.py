@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from josh.agents.grammar import call_schema
-from josh.agents.parsing import Parsed, malformed, on_clean_text, read_call, unfence
 from josh.agents.prompting import dump
 from josh.agents.protocol import AgentProtocol
-from josh.llm.base import Completion
+from josh.core.llm import Completion
+from josh.core.parsing import Parsed, malformed, on_clean_text, read_call, unfence
 from josh.types import ToolCall
 
 RESPOND_ACTION = "respond"

@@ -15,12 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from josh.agents.base import AgentTurn, PromptFrame
-from josh.agents.parsing import ReadCall
 from josh.agents.prompting import ToolListing, examples, render
 from josh.agents.protocol import AgentProtocol
-from josh.envs.base import ConversationState, Env
-from josh.llm.base import LLM, Completion, LLMError, Sampling
+from josh.core.agent import AgentTurn, PromptFrame
+from josh.core.env import ConversationState, Env
+from josh.core.llm import LLM, Completion, LLMError, Sampling
+from josh.core.parsing import ReadCall
 from josh.types import ErrorCategory, Message, Task, ToolResult, system
 
 log = logging.getLogger(__name__)

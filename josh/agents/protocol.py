@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from string import Template
 from typing import Any, ClassVar
 
-from josh.agents.parsing import Parsed
 from josh.agents.prompting import Example, template
-from josh.llm.base import Completion
+from josh.core.llm import Completion
+from josh.core.parsing import Parsed
 from josh.types import Message, ToolCall, ToolResult, assistant, tool_result, user
 
 FEEDBACK_PREFIX = "FEEDBACK"
@@ -80,7 +80,7 @@ class AgentProtocol(ABC):
 
     @abstractmethod
     def parse(self, completion: Completion, *, max_calls: int = 3) -> Parsed:
-        """Read one model output; never raises (see ``josh.agents.parsing``)."""
+        """Read one model output; never raises (see ``josh.core.parsing``)."""
 
     @abstractmethod
     def call_texts(self, calls: Sequence[ToolCall]) -> list[str]:

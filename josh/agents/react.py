@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from josh.agents.grammar import MAX_REPLY_CHARS, call_schema
-from josh.agents.parsing import Parsed, ReadCall, malformed, on_clean_text, read_call, with_call_errors
 from josh.agents.prompting import dump
 from josh.agents.protocol import AgentProtocol, Step, arguments_text
-from josh.llm.base import Completion
+from josh.core.llm import Completion
+from josh.core.parsing import Parsed, ReadCall, malformed, on_clean_text, read_call, with_call_errors
 from josh.types import ErrorCategory, ToolCall
 
 END_MARKER = "<COMMAND_END>"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from josh.agents import register_agent
-from josh.agents.base import AgentTurn, PromptFrame
-from josh.envs.base import ConversationState, Env
+from josh.core.agent import AgentTurn, PromptFrame
+from josh.core.env import ConversationState, Env
 from josh.registry import options_of
 from josh.types import Message, Task, ToolCall, assistant, tool_result
 

@@ -14,21 +14,51 @@ from josh.registry import parse_backend_model
 from josh.util.errors import reported, reports_errors
 from josh.util.layout import EVAL_LOG, RESULTS
 
+JUDGE_HELP = "the LLM judge, BACKEND:MODEL (e.g. hf:smollm2, openai:gpt-4.1)"
+JUDGE_OPTION_HELP = "judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
+JUDGE_GRAMMAR_HELP = "constrain the judge's answer with a grammar (off for servers that take none: josh serve; OpenAI's API never gets one)"
+OLD_JUDGE_FLAGS = "--backend, --model, --llm-option and --grammar"
 
-def judge_spec(judge: str | None, options: list[str] | None, *, grammar: bool = True) -> Any:
-    """The ``--judge`` of ``josh eval``, checked before the evaluation starts (None without one)."""
+
+def judge_spec(
+    judge: str | None,
+    options: list[str] | None,
+    *,
+    grammar: bool = True,
+    concurrency: int = 8,
+    check: bool = False,
+) -> Any:
+    """The judge of every command that takes one: ``--judge BACKEND:MODEL`` with its ``--judge-option`` settings
+    and ``--judge-grammar`` (None without ``--judge``); ``check``: its backend and endpoint checked now."""
     if judge is None:
         if options:
             raise ValueError("--judge-option needs --judge BACKEND:MODEL")
         return None
-    from josh.eval.judge.session import check_judge  # deferred: keeps josh --help light
     from josh.run.spec import JudgeSpec  # deferred: keeps josh --help light
 
     backend, model = parse_backend_model(judge, "--judge")
     settings = key_values(options, "--judge-option", "dtype=bfloat16")
-    spec = JudgeSpec(backend=backend, model=model, llm_options=settings, grammar=grammar)
-    check_judge(spec)
+    spec = JudgeSpec(backend=backend, model=model, llm_options=settings, grammar=grammar, concurrency=concurrency)
+    if check:
+        from josh.eval.judge.session import check_judge  # deferred: keeps josh --help light
+
+        check_judge(spec)
     return spec
+
+
+def refuse_old_judge_flags(command: str, *given: object) -> None:
+    """A clear error for the judge flags the judging commands no longer take (the judge is ``--judge``)."""
+    if any(value not in (None, [], ()) for value in given):
+        raise ValueError(
+            f"{command} takes its judge as --judge BACKEND:MODEL, its settings as --judge-option KEY=VALUE and "
+            f"--judge-grammar/--no-judge-grammar; {OLD_JUDGE_FLAGS} are gone "
+            "(e.g. --backend openai --model gpt-4.1 is --judge openai:gpt-4.1)"
+        )
+
+
+def _old(flag: str) -> Any:
+    """A hidden removed flag, kept only to answer its use with ``refuse_old_judge_flags``'s error."""
+    return typer.Option(None, flag, hidden=True)
 
 
 def judge_after_eval(folder: Path, spec: Any, env: Any) -> None:
@@ -53,20 +83,19 @@ def judge_after_eval(folder: Path, spec: Any, env: Any) -> None:
 @reports_errors
 def judge(
     run: str | None = typer.Argument(None, help="a finished `josh eval` folder (results.jsonl)"),
-    backend: str = typer.Option("hf", help="the judge's LLM backend"),
-    model: str = typer.Option("smollm2", help="the judge's model"),
-    llm_options: list[str] | None = typer.Option(
-        None, "--llm-option", help="judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
-    ),
+    judge: str = typer.Option("hf:smollm2", "--judge", help=JUDGE_HELP),
+    judge_options: list[str] | None = typer.Option(None, "--judge-option", help=JUDGE_OPTION_HELP),
     env: str | None = typer.Option(None, help="environment of the run (default: the one its summary.json names)"),
     data: str | None = typer.Option(None, help="its data (default: the one its summary.json names)"),
     concurrency: int = typer.Option(8, min=1, help="judge requests in flight at the same time"),
-    grammar: bool = typer.Option(
-        True, help="constrain the judge's answer with a grammar (off on OpenAI's own API, which takes none)"
-    ),
+    judge_grammar: bool = typer.Option(True, help=JUDGE_GRAMMAR_HELP),
     calibrate: bool = typer.Option(
         False, "--calibrate", help="judge the shipped hand-labelled turns instead of a run: agreement per dimension"
     ),
+    backend: str | None = _old("--backend"),
+    model: str | None = _old("--model"),
+    llm_options: list[str] | None = _old("--llm-option"),
+    grammar: bool | None = typer.Option(None, "--grammar/--no-grammar", hidden=True),
 ) -> None:
     """Score every agent reply of an evaluation on cohesion, backend consistency and policy compliance (TD-Eval)."""
     from josh.eval.judge.session import (  # deferred: keeps josh --help light
@@ -76,10 +105,9 @@ def judge(
         run_block,
         self_judging,
     )
-    from josh.run.spec import JudgeSpec  # deferred: keeps josh --help light
 
-    settings = key_values(llm_options, "--llm-option", "dtype=bfloat16")
-    spec = JudgeSpec(backend=backend, model=model, llm_options=settings, grammar=grammar, concurrency=concurrency)
+    refuse_old_judge_flags("josh judge", backend, model, llm_options, grammar)
+    spec = judge_spec(judge, judge_options, grammar=judge_grammar, concurrency=concurrency)
     if calibrate:
         from josh.eval.judge.calibration import calibrate as run_calibration  # deferred: keeps josh --help light
         from josh.eval.judge.calibration import print_calibration  # deferred: keeps josh --help light
@@ -103,15 +131,14 @@ def arena(
     out: str = typer.Option(
         ..., "--out", help="folder: arena_judgements.jsonl, arena_summary.json, arena.png (rerun to resume)"
     ),
-    backend: str = typer.Option("hf", help="the judge's LLM backend"),
-    model: str = typer.Option("smollm2", help="the judge's model"),
-    llm_options: list[str] | None = typer.Option(
-        None, "--llm-option", help="judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
-    ),
+    judge: str = typer.Option("hf:smollm2", "--judge", help=JUDGE_HELP),
+    judge_options: list[str] | None = typer.Option(None, "--judge-option", help=JUDGE_OPTION_HELP),
     concurrency: int = typer.Option(8, min=1, help="judge requests in flight at the same time"),
-    grammar: bool = typer.Option(
-        True, help="constrain the judge's answer with a grammar (off on OpenAI's own API, which takes none)"
-    ),
+    judge_grammar: bool = typer.Option(True, help=JUDGE_GRAMMAR_HELP),
+    backend: str | None = _old("--backend"),
+    model: str | None = _old("--model"),
+    llm_options: list[str] | None = _old("--llm-option"),
+    grammar: bool | None = typer.Option(None, "--grammar/--no-grammar", hidden=True),
 ) -> None:
     """Compare runs conversation by conversation: a judge picks the better agent of each pair, in both orders, and
     the runs are ranked by Bradley-Terry strength and Elo (TD-Eval's arena)."""
@@ -120,15 +147,17 @@ def arena(
     from josh.eval.judge.arena import load_runs, shared_keys  # deferred: keeps josh --help light
     from josh.eval.judge.arena_runner import arena_session, arena_table, skipped_counts  # deferred: as above
 
+    refuse_old_judge_flags("josh arena", backend, model, llm_options, grammar)
+    spec = judge_spec(judge, judge_options, grammar=judge_grammar, concurrency=concurrency)
     loaded = load_runs(runs)
     shared = len(shared_keys(loaded))
     skipped = ", ".join(f"{label} {count}" for label, count in skipped_counts(loaded).items())
     typer.echo(f"{shared} conversations (task, trial) shared by all {len(loaded)} runs; not shared, skipped: {skipped}")
     if not shared:
         raise ValueError("the runs share no (task, trial) conversation: evaluate them on the same tasks")
-    settings = key_values(llm_options, "--llm-option", "dtype=bfloat16")
     summary = arena_session(
-        loaded, out, backend=backend, model=model, llm_options=settings, concurrency=concurrency, grammar=grammar
-    )
+        loaded, out, backend=spec.backend, model=spec.model, llm_options=spec.llm_options,
+        concurrency=spec.concurrency, grammar=spec.grammar,
+    )  # fmt: skip
     Console().print(arena_table(summary))
     typer.echo(f"-> {out}")

@@ -11,10 +11,9 @@ import typer
 
 from josh.cli.check_env import CheckEnvCommand, check_env
 from josh.cli.export import export_app
-from josh.cli.judging import arena, judge, judge_after_eval
+from josh.cli.judging import JUDGE_GRAMMAR_HELP, JUDGE_HELP, JUDGE_OPTION_HELP, arena, judge, judge_after_eval
 from josh.cli.judging import judge_spec as judge_spec_of
 from josh.cli.options import MAX_TURNS, PROGRESS, RunCommand, key_values, option, run_options, split_option
-from josh.registry import parse_backend_model
 from josh.util.errors import reported, reports_errors, set_verbose
 from josh.util.layout import EVAL_LOG, ROLLOUT_LOG
 
@@ -117,15 +116,9 @@ def eval_(
     max_turns: int = MAX_TURNS,
     concurrency: int = typer.Option(16, min=1, help="conversations in flight at the same time"),
     progress: bool = PROGRESS,
-    judge: str | None = typer.Option(
-        None, "--judge", help="then score every reply with this LLM judge, BACKEND:MODEL (as `josh judge`)"
-    ),
-    judge_options: list[str] | None = typer.Option(
-        None, "--judge-option", help="judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
-    ),
-    judge_grammar: bool = typer.Option(
-        True, help="constrain the judge's answer with a grammar (off for servers that take none: transformers serve)"
-    ),
+    judge: str | None = typer.Option(None, "--judge", help=f"then score every reply with {JUDGE_HELP}"),
+    judge_options: list[str] | None = typer.Option(None, "--judge-option", help=JUDGE_OPTION_HELP),
+    judge_grammar: bool = typer.Option(True, help=JUDGE_GRAMMAR_HELP),
 ) -> None:
     """Evaluate an agent (no search) on a split: average reward, 100% success, pass^k, error shares, cost."""
     from josh.eval.evaluate import evaluate, finished_count  # deferred: keeps josh --help light
@@ -136,7 +129,7 @@ def eval_(
 
     with reported(interrupted=f"finished conversations are in {out}/results.jsonl; rerun the same command to resume"):
         preflight(spec)
-        judge_spec = judge_spec_of(judge, judge_options, grammar=judge_grammar)
+        judge_spec = judge_spec_of(judge, judge_options, grammar=judge_grammar, check=True)
         with noise_to(Path(out) / EVAL_LOG):
             built = build_components(spec, check_connection=False)
         try:
@@ -211,15 +204,11 @@ def extract(
         None, "--format", help="file to write, repeatable: sft, kto, dpo (default: all three) or tree (advantages)"
     ),
     subtree: str = typer.Option("max", help="tree format: a turn's subtree reward is the max or mean of its leaves"),
-    judge: str | None = typer.Option(
-        None, "--judge", help="gate the ideal paths' replies with this LLM judge, BACKEND:MODEL (e.g. hf:smollm2)"
-    ),
-    judge_options: list[str] | None = typer.Option(
-        None, "--judge-option", help="judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
-    ),
+    judge: str | None = typer.Option(None, "--judge", help=f"gate the ideal paths' replies with {JUDGE_HELP}"),
+    judge_options: list[str] | None = typer.Option(None, "--judge-option", help=JUDGE_OPTION_HELP),
     judge_threshold: int = typer.Option(3, min=1, max=5, help="a turn scored below this on any dimension fails"),
     judge_route: str = typer.Option("drop", help="a failed turn leaves SFT (drop), and is a KTO undesirable (kto)"),
-    judge_grammar: bool = typer.Option(True, help="constrain the judge's answer with a grammar"),
+    judge_grammar: bool = typer.Option(True, help=JUDGE_GRAMMAR_HELP),
 ) -> None:
     """Turn rollout trees into sft.jsonl, kto.jsonl and dpo.jsonl (TRL conversational formats), or tree.jsonl."""
     from josh.eval.judge.reply import reply_judge, rollout_policy  # deferred: keeps josh --help light
@@ -228,13 +217,10 @@ def extract(
     from josh.harvest.judge_gate import JudgeGate  # deferred: keeps josh --help light
 
     with reported():
+        spec = judge_spec_of(judge, judge_options, grammar=judge_grammar)
         gate = None
-        if judge is not None:
-            backend, model = parse_backend_model(judge, "--judge")
-            gate = JudgeGate(
-                backend=backend, model=model, threshold=judge_threshold, route=judge_route, grammar=judge_grammar,
-                llm_options=key_values(judge_options, "--judge-option", "base_url=http://HOST:8000/v1"),
-            )  # fmt: skip
+        if spec is not None:
+            gate = JudgeGate(**spec.model_dump(exclude={"concurrency"}), threshold=judge_threshold, route=judge_route)
         config = ExtractConfig(
             min_reward=min_reward,
             drop_errors=[] if keep_errors else ExtractConfig().drop_errors,
@@ -423,8 +409,8 @@ def matrix(
 
 
 def _register_data() -> None:
+    from josh.cli.data import data_app  # deferred: keeps josh --help light
     from josh.cli.paper import import_paper  # deferred: keeps josh --help light
-    from josh.envs.toolwoz.commands import data_app  # deferred: keeps josh --help light
 
     data_app.command("import-paper")(import_paper)
     app.add_typer(data_app, name="data")

@@ -121,7 +121,7 @@ def key_values(texts: list[str] | None, flag: str, example: str) -> dict[str, An
 
 def components_from(values: dict[str, Any], split: str = "test") -> ComponentOptions:
     """``ComponentOptions`` from run option values; temperature / max_new_tokens become the agent's sampling."""
-    from josh.llm.base import Sampling  # deferred: keeps josh --help light
+    from josh.core.llm import Sampling  # deferred: keeps josh --help light
     from josh.run.components import ComponentOptions  # deferred: keeps josh --help light
 
     values = dict(values)

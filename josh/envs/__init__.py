@@ -6,7 +6,8 @@ of the contract (``josh.envs.base``). The builder takes the data source (ToolWOZ
 airline: a folder, or ``default`` for ``envs/<name>`` / ``$JOSH_<NAME>_DATA``) and is imported only when the
 environment is built. The builder's keyword parameters after the data are the environment's
 options (``--env-option KEY=VALUE``), checked against their types like agent and user options; the τ² envs take
-``judge=BACKEND:MODEL``, the LLM that judges τ²'s NL assertions (``josh.run.env_judge`` builds and attaches it).
+``judge=BACKEND:MODEL`` and its settings ``judge_options`` (as every judge: ``BACKEND:MODEL`` plus options), the
+LLM that judges τ²'s NL assertions (``josh.run.env_judge`` builds and attaches it).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from josh.plugins import GROUPS
 from josh.registry import Registry, parse_backend_model
 
 if TYPE_CHECKING:
-    from josh.envs.base import Env
+    from josh.core.env import Env
 
 ENVIRONMENTS = Registry(
     "environment", "--env", options_flag="--env-option", builder_args=1, group=GROUPS["environment"]
@@ -33,7 +34,7 @@ register_env = ENVIRONMENTS.register
 def build_env(name: str, data: str, options: Mapping[str, Any] | None = None) -> Env:
     """The environment ``name`` over data source ``data`` with its ``options``; an unknown name or a bad option
     raises ``ValueError``."""
-    from josh.envs.base import missing_members  # deferred with the environment's own modules
+    from josh.core.env import missing_members  # deferred with the environment's own modules
 
     env = ENVIRONMENTS.build(name, data, options=options)
     if missing := missing_members(env):
@@ -53,6 +54,10 @@ class Tau2Options(BaseModel):
 
     judge: Annotated[str, AfterValidator(_backend_model)] | None = Field(
         None, description="the LLM (BACKEND:MODEL, as `josh eval --judge`) that judges τ²'s NL assertions"
+    )
+    judge_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the judge's backend settings, as --judge-option (e.g. {base_url: http://HOST:8000/v1})",
     )
 
 
@@ -81,7 +86,7 @@ def _airline(data: str) -> Env:
 
 
 def _tau2(domain: str) -> Callable[..., Env]:
-    def build(data: str, judge: str | None = None) -> Env:
+    def build(data: str, judge: str | None = None, judge_options: Mapping[str, Any] | None = None) -> Env:
         from josh.envs.tau2.package import Tau2Error  # deferred: see _toolwoz (tau2 pulls litellm, seconds)
 
         if _default(data) is not None:

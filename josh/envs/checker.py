@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from josh.envs.base import ConversationState, Env, missing_members
+from josh.core.env import ConversationState, Env, missing_members
 from josh.types import Task, ToolCall, ToolResult
 
 HOSTILE_NAMES = ("", "no_such_tool", "x" * 2000, "__class__", "../../etc/passwd", "名前", "shout\x00", " ")

@@ -22,16 +22,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from josh.agents import AGENTS, make_agent
-from josh.envs import ENVIRONMENTS, build_env
+from josh.core.agent import Agent
+from josh.core.llm import aclose_all
+from josh.core.user import UserSimulator
 from josh.eval.evaluate import evaluate, load_finished
 from josh.eval.metrics import Interval, PairedDifference, Summary, paired_difference
 from josh.eval.summary import fmt_interval
-from josh.llm.base import LLM, aclose_all
 from josh.llm.health import require_complete, stop_if_failing
-from josh.run.components import LLMKey, build_llms, check_llms
-from josh.run.env_judge import attach_judge, env_judge
-from josh.users import USERS, make_user
+from josh.run.components import ComponentOptions, Parts, build_parts
 from josh.util.atomic import write_atomic
 from josh.util.layout import MATRIX_CONFIG as CONFIG_FILE
 from josh.util.layout import MATRIX_JSON, MATRIX_MD
@@ -135,47 +133,40 @@ class MatrixResult(BaseModel):
         return next(c for c in self.cells if c.agent == agent and c.user == user)
 
 
-class _Parts:
-    """The environment, its tasks, and every agent and user simulator of the matrix, built the way every josh run
-    builds them (``josh.run.components``: each name, option and backend setting checked and each HTTP endpoint asked
-    before anything loads), one LLM per backend and model."""
+def _cells(config: MatrixConfig, agents: list[Spec], users: list[Spec]) -> dict[tuple[str, str], ComponentOptions]:
+    """Each (agent, user) cell as the run options every josh run is built from (``josh.run.components``): a
+    component without its own backend and model takes the matrix's."""
+    base = ComponentOptions(
+        env=config.env, data=config.data, env_options=config.env_options, split=config.split, limit=config.limit,
+        backend=config.backend, model=config.model, llm_options=config.llm_options,
+    )  # fmt: skip
+    return {
+        (a.text, u.text): base.model_copy(
+            update={
+                "agent": a.kind,
+                "backend": a.backend or config.backend,
+                "model": a.model or config.model,
+                "user": u.kind,
+                "user_backend": u.backend or config.backend,
+                "user_model": u.model or config.model,
+            }  # fmt: skip
+        )
+        for a in agents
+        for u in users
+    }
 
-    def __init__(self, config: MatrixConfig, agents: list[Spec], users: list[Spec]) -> None:
-        ENVIRONMENTS.check(config.env, options=config.env_options)
-        for spec in agents:
-            AGENTS.check(spec.kind, env=config.env, options={})
-        for spec in users:
-            USERS.check(spec.kind, env=config.env, options={})
-        agent_keys = {s.text: self._key(config, s) if AGENTS.get(s.kind).needs_model else None for s in agents}
-        user_keys = {s.text: self._key(config, s) if USERS.get(s.kind).needs_model else None for s in users}
-        wanted: dict[LLMKey, dict[str, Any]] = {}
-        for key in agent_keys.values():
-            if key is not None:
-                wanted.setdefault(key, config.llm_options)
-        for key in user_keys.values():
-            if key is not None:
-                wanted.setdefault(key, {})
-        judge = env_judge(config.env_options, (config.backend, config.model, None), config.llm_options)
-        if judge is not None:
-            wanted.setdefault(*judge)
-        configs = check_llms(wanted)
-        self.env = build_env(config.env, config.data, config.env_options)
-        self.tasks = self.env.tasks(config.split)[: config.limit]
-        self.llms: dict[LLMKey, LLM] = build_llms(configs)
-        if judge is not None:
-            attach_judge(self.env, self.llms[judge[0]])
-        self.agents = {s.text: make_agent(s.kind, self.env, self._llm(agent_keys[s.text])) for s in agents}
-        self.users = {s.text: make_user(s.kind, self._llm(user_keys[s.text])) for s in users}
 
-    @staticmethod
-    def _key(config: MatrixConfig, spec: Spec) -> LLMKey:
-        return (spec.backend or config.backend, spec.model or config.model, None)
-
-    def _llm(self, key: LLMKey | None) -> LLM | None:
-        return None if key is None else self.llms[key]
-
-    def cost(self) -> float:
-        return sum(llm.usage.cost for llm in self.llms.values())
+def build_matrix(
+    config: MatrixConfig, agents: list[Spec], users: list[Spec]
+) -> tuple[Parts, dict[str, Agent], dict[str, UserSimulator]]:
+    """The environment, its tasks and LLMs, and every agent and user simulator of the matrix by its text, built the
+    way every josh run builds them (``josh.run.components``: every name, option and backend setting checked and each
+    HTTP endpoint asked before anything loads; one LLM per backend and model; users get the environment's tools)."""
+    cells = _cells(config, agents, users)
+    parts = build_parts(list(cells.values()))
+    built_agents = {a.text: parts.agent(cells[a.text, users[0].text]) for a in agents}
+    built_users = {u.text: parts.user(cells[agents[0].text, u.text]) for u in users}
+    return parts, built_agents, built_users
 
 
 def _check_folder(out: Path, config: MatrixConfig) -> None:
@@ -208,7 +199,7 @@ async def run_matrix(
     out = Path(out)
     agents, users = _specs(config.agents, "agent"), _specs(config.users, "user simulator")
     _check_folder(out, config)
-    parts = _Parts(config, agents, users)  # every name and backend checked before any cell runs
+    parts, built_agents, built_users = build_matrix(config, agents, users)  # all checked before any cell runs
     summaries: dict[tuple[str, str], tuple[Summary, dict[str, list[float]]]] = {}
     try:
         for index, (agent, user) in enumerate((a, u) for a in agents for u in users):
@@ -216,7 +207,7 @@ async def run_matrix(
             say(f"cell {index + 1}/{len(agents) * len(users)}: agent {agent.text} x user {user.text} -> {folder}")
             spent = parts.cost()
             summary = await evaluate(
-                parts.env, parts.tasks, parts.agents[agent.text], parts.users[user.text], folder,
+                parts.env, parts.tasks, built_agents[agent.text], built_users[user.text], folder,
                 trials=config.trials, concurrency=config.concurrency, max_turns=config.max_turns,
                 cost=lambda spent=spent: parts.cost() - spent, show_progress=progress,
                 guard=lambda: stop_if_failing(parts.llms.values()),

@@ -32,6 +32,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
+from josh.core.llm import LLM
+from josh.core.rows import FIELDS, FORMATS, TRL_FORMATS, Row
 from josh.harvest.advantages import AdvantageConfig, AdvantageStats, advantage_rows
 from josh.harvest.judge_gate import (
     GateStats,
@@ -43,7 +45,6 @@ from josh.harvest.judge_gate import (
     path_replies,
     run_gate,
 )
-from josh.llm.base import LLM
 from josh.llm.models import resolve_model
 from josh.search.tree import Node, Tree, path_messages, trees_file
 from josh.types import ErrorCategory, Message
@@ -52,17 +53,7 @@ from josh.util.jsonl import CorruptLineError, iter_numbered, read_models
 from josh.util.layout import EXTRACT_STATS as STATS_FILE
 from josh.util.layout import rows_file
 
-Row = dict[str, Any]
-
 TokenCounter = Callable[[str], int]
-TRL_FORMATS = ("sft", "kto", "dpo")
-FORMATS = (*TRL_FORMATS, "tree")
-FIELDS: dict[str, tuple[str, ...]] = {
-    "sft": ("messages",),
-    "kto": ("prompt", "completion"),
-    "dpo": ("prompt", "chosen", "rejected"),
-    "tree": ("prompt", "completion"),
-}
 
 
 class ExtractConfig(BaseModel):

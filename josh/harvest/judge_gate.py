@@ -30,7 +30,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field, model_validator
 
-from josh.llm.base import LLM, LLMError, run_session
+from josh.core.llm import LLM, LLMError, run_session
 from josh.llm.factory import llm_config
 from josh.llm.health import stop_if_failing
 from josh.run.components import build_llms, check_llms

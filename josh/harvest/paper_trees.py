@@ -26,11 +26,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from josh.agents.base import PromptFrame
 from josh.agents.react import END_MARKER, RESULT_PREFIX, ReactProtocol
+from josh.core.agent import PromptFrame
+from josh.core.llm import Completion
 from josh.envs.toolwoz.schema import TOOLS
 from josh.harvest.paper_archive import PaperMessage, PaperRollout
-from josh.llm.base import Completion
 from josh.search.tree import Node, Tree, TreeStats
 from josh.types import ErrorCategory, Message, assistant, user
 

@@ -21,13 +21,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from josh.agents import AGENTS, make_agent
+from josh.agents import AGENTS
 from josh.agents.prompted import AgentPrompt
 from josh.agents.protocol import RenderError
-from josh.envs.base import Env
+from josh.core.env import Env
+from josh.run.components import run_agent, run_user
 from josh.run.conversation import ConversationRecord, run_conversation
 from josh.types import Message, Task, system
-from josh.users import USERS, make_user
+from josh.users import USERS
 from josh.util.atomic import write_atomic
 from josh.util.layout import WARMSTART_ROWS as ROWS_FILE
 from josh.util.layout import WARMSTART_STATS as STATS_FILE
@@ -78,8 +79,8 @@ async def scripted_conversations(env: Env, tasks: Sequence[Task], config: WarmSt
     run on ``env``."""
     AGENTS.check(config.agent, env=env.name)
     USERS.check(config.user, env=env.name)
-    scripted = make_agent(config.agent, env)
-    user_sim = make_user(config.user, None)
+    scripted = run_agent(env, config.agent, None, {})
+    user_sim = run_user(env, config.user, None, {})
     return list(
         await asyncio.gather(*(run_conversation(env, t, scripted, user_sim, max_turns=config.max_turns) for t in tasks))
     )

@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from josh.llm.base import LLMError
+from josh.core.llm import LLMError
 
 log = logging.getLogger(__name__)
 

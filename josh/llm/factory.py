@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from josh.llm.base import LLM
+from josh.core.llm import LLM
 from josh.llm.config import HFConfig, LLMConfig, OpenAIConfig, ScriptedConfig, VLLMConfig
 from josh.plugins import GROUPS
 from josh.registry import Registry

@@ -27,7 +27,7 @@ from itertools import islice
 
 from pydantic import BaseModel, Field, ValidationError
 
-from josh.llm.base import LLM, OUTCOMES_KEPT, LLMError
+from josh.core.llm import LLM, OUTCOMES_KEPT, LLMError
 
 NEVER_ANSWERED = 3  # failed requests that stop a run whose backend has not answered once yet
 ENV_VARS = {

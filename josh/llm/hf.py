@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from josh.llm.base import Backend, Completion, LLMError, Sampling, Usage
+from josh.core.llm import Backend, Completion, LLMError, Sampling, Usage
 from josh.llm.batcher import Batcher
 from josh.llm.config import HFConfig
 from josh.llm.hf_prefix import PrefixCache

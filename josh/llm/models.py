@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from josh.llm.base import LLMError
+from josh.core.llm import LLMError
 from josh.types import Message
 from josh.util.atomic import write_atomic, write_folder_atomic
 from josh.util.cache import cache_dir

@@ -23,7 +23,7 @@ from typing import Any
 
 import openai
 
-from josh.llm.base import Backend, Completion, LLMError, Sampling, Usage
+from josh.core.llm import Backend, Completion, LLMError, Sampling, Usage
 from josh.types import Message, ToolCall
 
 # USD per million (prompt, completion) tokens, by model-name prefix (public list prices when written; override

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from josh.llm.base import Backend, Completion, Sampling, Usage
+from josh.core.llm import Backend, Completion, Sampling, Usage
 from josh.types import Message
 
 PolicyResult = str | Completion

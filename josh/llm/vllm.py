@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from josh.llm.base import Backend, Completion, LLMError, Sampling, Usage
+from josh.core.llm import Backend, Completion, LLMError, Sampling, Usage
 from josh.llm.config import VLLMConfig
 from josh.llm.models import adapter_base, is_adapter_dir, render_chat, resolve_model
 from josh.types import Message

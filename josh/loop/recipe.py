@@ -9,10 +9,10 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
+from josh.core.llm import Sampling
 from josh.harvest.advantages import AdvantageConfig
 from josh.harvest.extract import ExtractConfig
 from josh.harvest.warmstart import WarmStartConfig
-from josh.llm.base import Sampling
 from josh.run.spec import RunSpec
 from josh.search.algorithm import SearchConfig
 from josh.training.launcher import LaunchSpec

@@ -8,16 +8,16 @@ stops the run at once with one line.
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import Field
 
 from josh.agents import AGENTS, Agent, make_agent
+from josh.core.env import Env
+from josh.core.llm import LLM, Sampling, run_session
 from josh.envs import ENVIRONMENTS, build_env
-from josh.envs.base import Env
-from josh.llm.base import LLM, Sampling, run_session
 from josh.llm.config import LLMConfig, LLMKey
 from josh.llm.factory import build_llm, check_buildable, llm_config
 from josh.llm.health import check_connections
@@ -119,41 +119,106 @@ def run_judge(options: ComponentOptions) -> tuple[LLMKey, dict[str, Any]] | None
     return env_judge(options.env_options, (options.backend, options.model, options.base_url), options.llm_options)
 
 
+def _wanted(cells: Sequence[ComponentOptions]) -> dict[LLMKey, dict[str, Any]]:
+    """Every LLM the cells need, keyed by (backend, model, base URL), with its settings: the agents' (with their
+    ``llm_options``), then the users' and the judge of the first cell (their backend's defaults unless they share
+    an agent's LLM)."""
+    keys = [_llm_keys(options) for options in cells]
+    wanted: dict[LLMKey, dict[str, Any]] = {}
+    for options, (agent_key, _) in zip(cells, keys, strict=True):
+        if agent_key is not None:
+            wanted[agent_key] = options.llm_options
+    for _, user_key in keys:
+        if user_key is not None:
+            wanted.setdefault(user_key, {})
+    judge = run_judge(cells[0])
+    if judge is not None:
+        wanted.setdefault(*judge)
+    return wanted
+
+
 def preflight(options: ComponentOptions, *, check_connection: bool = True) -> dict[LLMKey, LLMConfig]:
     """Check every name and backend setting (``ValueError``) and that HTTP backends answer (``LLMError``), without
     loading a model; returns the LLM configs the run needs, keyed by (backend, model, base URL)."""
-    check_names(options)
-    agent_key, user_key = _llm_keys(options)
-    wanted: dict[LLMKey, dict[str, Any]] = {}
-    if agent_key is not None:
-        wanted[agent_key] = options.llm_options
-    if user_key is not None:
-        wanted.setdefault(user_key, {})
-    judge = run_judge(options)
+    return preflight_cells([options], check_connection=check_connection)
+
+
+def preflight_cells(cells: Sequence[ComponentOptions], *, check_connection: bool = True) -> dict[LLMKey, LLMConfig]:
+    """``preflight`` for several agent/user pairs on one environment (the matrix's cells), their LLMs merged."""
+    if not cells:
+        raise ValueError("nothing to build: no agent/user pair given")
+    first = cells[0]
+    for options in cells:
+        shared = ("env", "data", "env_options", "split", "limit")
+        if any(getattr(options, field) != getattr(first, field) for field in shared):
+            raise ValueError("the agent/user pairs built together must share the environment, its data and split")
+        check_names(options)
+    return check_llms(_wanted(cells), check_connection=check_connection)
+
+
+def run_agent(
+    env: Env, name: str, llm: LLM | None, options: Mapping[str, Any], sampling: Sampling | None = None
+) -> Agent:
+    """The agent ``name`` on ``env`` with ``llm`` (``sampling`` when it has one), as every josh run builds it."""
+    opts = dict(options)
+    if sampling and llm:
+        opts["sampling"] = sampling
+    return make_agent(name, env, llm, **opts)
+
+
+def run_user(
+    env: Env, name: str, llm: LLM | None, options: Mapping[str, Any], sampling: Sampling | None = None
+) -> UserSimulator:
+    """The user simulator ``name`` with ``llm`` (``sampling`` when it has one) and ``env``'s user tools (τ² telecom's
+    device), as every josh run builds it."""
+    opts = dict(options)
+    if sampling and llm:
+        opts["sampling"] = sampling
+    return make_user(name, llm, user_tools=env.user_tools or None, **opts)
+
+
+@dataclass
+class Parts:
+    """A built environment, its tasks and the LLMs of every agent/user pair it was built for; ``agent`` and ``user``
+    make each pair's components (with the environment's user tools for the user)."""
+
+    env: Env
+    tasks: list[Task]
+    llms: dict[LLMKey, LLM]
+
+    def agent(self, options: ComponentOptions) -> Agent:
+        """The agent ``options`` names, on its LLM (with the agent sampling)."""
+        agent_key, _ = _llm_keys(options)
+        llm = self.llms[agent_key] if agent_key else None
+        return run_agent(self.env, options.agent, llm, options.agent_options, options.agent_sampling)
+
+    def user(self, options: ComponentOptions) -> UserSimulator:
+        """The user simulator ``options`` names, on its LLM, with the environment's user tools."""
+        _, user_key = _llm_keys(options)
+        llm = self.llms[user_key] if user_key else None
+        return run_user(self.env, options.user, llm, options.user_options, options.user_sampling)
+
+    def cost(self) -> float:
+        return sum(llm.usage.cost for llm in self.llms.values())
+
+
+def build_parts(cells: Sequence[ComponentOptions], *, check_connection: bool = True) -> Parts:
+    """The environment, tasks and LLMs for agent/user pairs on one environment, after ``preflight_cells`` (so a bad
+    name, a bad setting or an unreachable HTTP backend stops the run before any model loads); the judge the first
+    pair's environment options name is attached."""
+    configs = preflight_cells(cells, check_connection=check_connection)
+    first = cells[0]
+    env = build_env(first.env, first.data, first.env_options)
+    tasks = env.tasks(first.split)[: first.limit]
+    llms = build_llms(configs)
+    judge = run_judge(first)
     if judge is not None:
-        wanted.setdefault(*judge)
-    return check_llms(wanted, check_connection=check_connection)
+        attach_judge(env, llms[judge[0]])
+    return Parts(env=env, tasks=tasks, llms=llms)
 
 
 def build_components(options: ComponentOptions, *, check_connection: bool = True) -> Components:
-    """Build everything ``options`` names, after ``preflight`` (so a bad name, a bad setting or an unreachable HTTP
-    backend stops the run before any model loads)."""
-    configs = preflight(options, check_connection=check_connection)
-    agent_key, user_key = _llm_keys(options)
-    env = build_env(options.env, options.data, options.env_options)
-    tasks = env.tasks(options.split)[: options.limit]
-    llms = build_llms(configs)
-    judge = run_judge(options)
-    if judge is not None:
-        attach_judge(env, llms[judge[0]])
-    agent_llm = llms[agent_key] if agent_key else None
-    user_llm = llms[user_key] if user_key else None
-    agent_opts = dict(options.agent_options)
-    if options.agent_sampling and agent_llm:
-        agent_opts["sampling"] = options.agent_sampling
-    user_opts = dict(options.user_options)
-    if options.user_sampling and user_llm:
-        user_opts["sampling"] = options.user_sampling
-    agent = make_agent(options.agent, env, agent_llm, **agent_opts)
-    user_sim = make_user(options.user, user_llm, user_tools=env.user_tools or None, **user_opts)
-    return Components(env=env, tasks=tasks, agent=agent, user=user_sim, llms=list(llms.values()))
+    """Build everything ``options`` names (``build_parts`` for one agent/user pair)."""
+    parts = build_parts([options], check_connection=check_connection)
+    agent, user = parts.agent(options), parts.user(options)
+    return Components(env=parts.env, tasks=parts.tasks, agent=agent, user=user, llms=list(parts.llms.values()))

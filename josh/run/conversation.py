@@ -7,14 +7,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from josh.agents.base import Agent, AgentTurn
-from josh.envs.base import ConversationState, Env
-from josh.llm.base import Spent, failures_noted
+from josh.core.agent import Agent, AgentTurn
+from josh.core.env import ConversationState, Env
+from josh.core.llm import Spent, failures_noted
+from josh.core.user import UserSimulator, UserTurn
 from josh.run.diagnostics import Diagnosis, diagnose_conversation
 from josh.run.step import agent_step, spoken
 from josh.run.user_turn import MAX_USER_STEPS, user_turn
 from josh.types import ErrorCategory, Message, Task, is_success, user
-from josh.users.base import UserSimulator, UserTurn
 
 EndReason = Literal["user_done", "max_turns", "terminated", "agent_error", "user_error"]
 

@@ -1,10 +1,12 @@
-"""The LLM judge an environment option names (``--env-option judge=BACKEND:MODEL``: τ²'s NL-assertion judge): its
+"""The LLM judge an environment option names (``--env-option judge=BACKEND:MODEL``: τ²'s NL-assertion judge), with
+its settings (``--env-option 'judge_options={base_url: http://HOST:8000/v1}'``, the keys of ``--judge-option``): its
 key among the run's LLMs, checked with them before anything loads, and handed to the built environment as a
 blocking call.
 
-A judge naming the run's own ``--backend`` and ``--model`` shares that LLM with its ``--base-url`` and
-``--llm-option`` settings (so ``--backend openai --base-url ... --env-option judge=openai:MODEL`` judges on a local
-server, and a scripted judge takes the run's canned replies); any other judge is built with its backend's defaults.
+A judge with its own settings is built with them. A judge without settings that names the run's own ``--backend``
+and ``--model`` shares that LLM with its ``--base-url`` and ``--llm-option`` settings (so ``--backend openai
+--base-url ... --env-option judge=openai:MODEL`` judges on a local server, and a scripted judge takes the run's
+canned replies); any other judge is built with its backend's defaults.
 
 An environment computes its reward synchronously, inside the conversation's event loop, where the judge cannot be
 awaited: ``blocking_chat`` runs each request to its end on a worker thread with an event loop of its own (the
@@ -19,12 +21,13 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from josh.llm.base import LLM, LLMError, Sampling
+from josh.core.llm import LLM, LLMError, Sampling
 from josh.llm.config import LLMKey
 from josh.registry import parse_backend_model
 from josh.types import Message
 
 JUDGE_OPTION = "judge"
+JUDGE_SETTINGS_OPTION = "judge_options"
 MAX_JUDGE_TOKENS = 1024
 
 
@@ -37,6 +40,9 @@ def env_judge(
     if not name:
         return None
     backend, model = parse_backend_model(str(name), f"--env-option {JUDGE_OPTION}")
+    own_settings = dict(env_options.get(JUDGE_SETTINGS_OPTION) or {})
+    if own_settings:
+        return (backend, model, own_settings.pop("base_url", None)), own_settings
     if (backend, model) == own[:2]:
         return own, dict(settings)
     return (backend, model, None), {}

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from josh.agents.base import Agent, AgentTurn
-from josh.envs.base import ConversationState
-from josh.llm.base import LLMError
+from josh.core.agent import Agent, AgentTurn
+from josh.core.env import ConversationState
+from josh.core.llm import LLMError
+from josh.core.user import UserSimulator, UserTurn
 from josh.types import ErrorCategory, Message, Task, assistant
-from josh.users.base import UserSimulator, UserTurn
 
 
 @dataclass

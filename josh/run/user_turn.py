@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from josh.envs.base import ConversationState, Env
+from josh.core.env import ConversationState, Env
+from josh.core.user import UserSimulator, UserTurn
 from josh.run.step import user_step
 from josh.types import ErrorCategory, Message, Task, ToolCall, ToolResult, tool_result, user
-from josh.users.base import UserSimulator, UserTurn
 
 MAX_USER_STEPS = 10
 """The default bound on the steps of one user turn that make tool calls."""

@@ -36,14 +36,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from josh.agents.base import Agent, AgentTurn
-from josh.envs.base import ConversationState, Env
+from josh.core.agent import Agent, AgentTurn
+from josh.core.env import ConversationState, Env
+from josh.core.user import UserSimulator
 from josh.run.diagnostics import classify, goal_tools_of
 from josh.run.step import agent_step
 from josh.run.user_turn import user_turn
 from josh.search.tree import Node, Tree, TreeStats, chain_messages, transcript_of
 from josh.types import Task, is_success
-from josh.users.base import UserSimulator
 
 
 class SearchConfig(BaseModel):

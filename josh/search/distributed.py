@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from josh.core.llm import LLMError, Usage
 from josh.envs import build_env
-from josh.llm.base import LLMError, Usage
 from josh.llm.health import stop_if_failing
 from josh.run.components import ComponentOptions, Components, build_components, preflight
 from josh.search.algorithm import SearchConfig

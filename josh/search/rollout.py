@@ -14,30 +14,28 @@ The runner takes constructed objects; ``rollout_from_options`` builds them from 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from josh.agents.base import Agent
-from josh.envs.base import Env
-from josh.llm.base import Spent, failures_noted
+from josh.core.agent import Agent
+from josh.core.env import Env
+from josh.core.llm import Spent, failures_noted
+from josh.core.user import UserSimulator
 from josh.llm.health import stop_if_failing
 from josh.run.components import ComponentOptions, build_components
 from josh.run.info import RunInfo
+from josh.run.resumable import Session, finished_keys, run_session
 from josh.search.algorithm import SearchConfig, search
 from josh.search.tree import Tree
 from josh.types import ErrorCategory, Task
-from josh.users.base import UserSimulator
 from josh.util.atomic import write_atomic
-from josh.util.interrupt import terminate_like_interrupt
-from josh.util.jsonl import JsonlWriter, iter_jsonl
+from josh.util.jsonl import iter_jsonl
 from josh.util.layout import ROLLOUT_STATS as STATS_FILE
 from josh.util.layout import TREES as TREES_FILE
 from josh.util.progress import stage_progress
@@ -85,13 +83,17 @@ class RunStats(Spent):
     per_task: dict[str, TaskStats] = Field(default_factory=dict)
 
 
+def _scan(trees_path: Path) -> Iterator[tuple[str, bool]]:
+    """Each tree's task id and whether it failed, read line by line (a torn last line is cut off)."""
+    for rec in iter_jsonl(trees_path, repair=True):
+        if "task_id" in rec:
+            yield str(rec["task_id"]), bool(rec.get("failed"))
+
+
 def finished_ids(trees_path: Path) -> set[str]:
     """Task ids whose latest tree in ``trees_path`` is finished (not ``failed``); a torn last line is cut off so
     appends start on a clean line."""
-    failed = {
-        str(rec["task_id"]): bool(rec.get("failed")) for rec in iter_jsonl(trees_path, repair=True) if "task_id" in rec
-    }
-    return {task_id for task_id, bad in failed.items() if not bad}
+    return finished_keys(_scan(trees_path))
 
 
 def summarize(trees_path: Path) -> RunStats:
@@ -120,16 +122,6 @@ def summarize(trees_path: Path) -> RunStats:
     stats.failed_tasks = sum(1 for t in tasks if t.error)
     stats.summed_task_s = round(sum(t.wall_s for t in tasks), 3)
     return stats
-
-
-def earlier_wall_s(out: Path) -> float:
-    """The wall time the run's earlier sessions recorded in ``out/stats.json`` (0 when there is none to read)."""
-    try:
-        data = json.loads((out / STATS_FILE).read_text(encoding="utf-8"))
-        earlier = data.get("wall_s") or data.get("session_wall_s", 0.0)
-    except (OSError, ValueError, AttributeError):
-        return 0.0
-    return float(earlier) if isinstance(earlier, int | float) and earlier >= 0 else 0.0
 
 
 def write_stats(
@@ -201,11 +193,10 @@ async def search_task(task: Task, env: Env, agent: Agent, user_sim: UserSimulato
     return tree
 
 
-class RolloutSession:
+class RolloutSession(Session[Task, str]):
     """One session of a rollout run, whoever searches the tasks (this process, or Ray actors in
-    ``josh.search.distributed``): the tasks still to search (``todo``: not finished in ``trees.jsonl``, duplicates once), the
-    progress bar, each finished tree appended to ``trees.jsonl`` (``record``, inside ``recording()``) and
-    ``stats.json`` over the whole file (``finish``), with the wall time of the earlier sessions added."""
+    ``josh.search.distributed``): ``josh.run.resumable``'s session over ``trees.jsonl`` (a task id twice is a
+    ``DuplicateKeyError``), with the rollout's progress bar and ``stats.json`` over the whole file (``finish``)."""
 
     def __init__(
         self,
@@ -217,51 +208,22 @@ class RolloutSession:
         run: RunInfo | None = None,
     ) -> None:
         self.out = Path(out_dir)
-        self.out.mkdir(parents=True, exist_ok=True)
-        tasks = list(tasks)
-        self.wanted = {t.id for t in tasks}
-        done = finished_ids(self.out / TREES_FILE)
-        self.todo = _pending(tasks, done)
-        self.skipped = len({t.id for t in tasks} & done)
-        self.earlier_s = earlier_wall_s(self.out) if done else 0.0
-        self.start = time.perf_counter()
-        self.on_tree, self.run = on_tree, run
-        self.display = _Display(len(self.todo), progress)
+        super().__init__(
+            list(tasks),
+            lambda task: task.id,
+            self.out / TREES_FILE,
+            _scan,
+            self.out / STATS_FILE,
+            lambda total: _Display(total, progress),
+            what="task id",
+            on_result=on_tree,
+        )
+        self.run = run
         self.console = self.display.progress.console
-        self._writer: JsonlWriter | None = None
-
-    @contextmanager
-    def recording(self) -> Iterator[None]:
-        """``trees.jsonl`` open for ``record`` and the progress bar shown."""
-        with JsonlWriter(self.out / TREES_FILE) as writer, self.display.progress:
-            self._writer = writer
-            try:
-                yield
-            finally:
-                self._writer = None
-
-    def record(self, tree: Tree, line: str | None = None) -> None:
-        """Append a finished tree (``line``: its JSON as it arrived, when it came as text) and show it."""
-        if self._writer is None:
-            raise RuntimeError("record() needs the session's recording() to be open")
-        self._writer.write(tree if line is None else line)
-        self.display.add(tree)
-        if self.on_tree is not None:
-            self.on_tree(tree)
 
     def finish(self) -> RunStats:
         """Write ``stats.json`` over every tree of the run (call it however the session ended)."""
         return write_stats(self.out, self.start, self.skipped, self.earlier_s, self.run, self.wanted)
-
-
-def _pending(tasks: Iterable[Task], done: set[str]) -> list[Task]:
-    seen: set[str] = set(done)
-    out = []
-    for task in tasks:
-        if task.id not in seen:
-            seen.add(task.id)
-            out.append(task)
-    return out
 
 
 async def run_rollouts(
@@ -279,35 +241,18 @@ async def run_rollouts(
 ) -> RunStats:
     """Search every task not yet in ``out_dir/trees.jsonl`` and append its tree; returns the run's statistics.
 
-    Duplicate task ids are searched once. ``on_tree`` is called after each tree is written; ``guard`` before, and
+    Two tasks with one id are a ``DuplicateKeyError``. ``on_tree`` is called after each tree is written; ``guard`` before, and
     may raise to stop the run (see ``josh.llm.health``); ``run`` goes into ``stats.json``."""
     config = config or RolloutConfig()
     tasks = list(tasks)
     if not tasks:
         raise ValueError("no tasks to search: the task list is empty")
     session = RolloutSession(tasks, out_dir, progress=progress, on_tree=on_tree, run=run)
-    limit = asyncio.Semaphore(config.concurrency)
 
-    async def one(task: Task) -> None:
-        async with limit:
-            tree = await search_task(task, env, agent, user_sim, config.search)
-        if guard is not None:
-            guard()
-        session.record(tree)
+    async def one(task: Task) -> Tree:
+        return await search_task(task, env, agent, user_sim, config.search)
 
-    with terminate_like_interrupt():
-        try:
-            with session.recording():
-                jobs = [asyncio.ensure_future(one(task)) for task in session.todo]
-                try:
-                    await asyncio.gather(*jobs)
-                finally:
-                    for job in jobs:
-                        job.cancel()
-                    await asyncio.gather(*jobs, return_exceptions=True)
-        finally:
-            stats = session.finish()
-    return stats
+    return await run_session(session, one, session.finish, concurrency=config.concurrency, guard=guard)
 
 
 class RolloutOptions(BaseModel):

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from josh.llm.base import Spent
+from josh.core.llm import Spent
 from josh.run.diagnostics import CallVerdict
 from josh.types import ErrorCategory, Goal, Message, system, user
 from josh.util.layout import TREES

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from josh.harvest.extract import FIELDS as COLUMNS  # the columns of each row format, as extraction writes them
+from josh.core.rows import FIELDS as COLUMNS
 from josh.training.recipe import Method
 
 ROLES = {"system", "user", "assistant", "tool"}

@@ -3,13 +3,16 @@
     make_user(kind, llm=None, *, user_tools=None, **options) -> UserSimulator
 
 ``USERS`` holds one entry per simulator (builder, options model, needs an LLM, environments). Each simulator
-registers itself in its own module with ``register_user``: the registry imports every module of this package (and
-the environments' own simulators) the first time a name is looked up, so a new simulator is one file here. LLM
+registers itself in its own module with ``register_user``: the registry imports every module of this package the
+first time a name is looked up, so a new simulator is one file here. An environment's own simulators are declared
+in the environment's package as entries (``josh.registry.entry``) that ``USERS`` names like entry points
+(``module:ENTRY``), so neither package imports the other. LLM
 users: ``goal`` (a customer with a goal text), ``guide`` (coached by the original dialogue), ``instruction`` (a
 tau-bench-style hidden instruction), with ``UserConfig`` options. Rule-based users (no LLM): ``scripted`` (replays
 ``utterances`` or the task's original user turns), ``agenda`` (ToolWOZ, goal-driven; ``josh.envs.toolwoz.agenda``),
 ``retail_scripted`` (τ-bench: opens with the task's request, confirms, stops; ``josh.envs.taubench.user``) and
-``tau2_scripted`` (τ² envs: the same talk, plus the task's user-side gold calls on the user's device). The LLM users
+``tau2_scripted`` (τ² envs: the same talk, plus the task's user-side gold calls on the user's device;
+``josh.envs.taubench.tau2_user``). The LLM users
 ``goal`` and ``instruction`` are ``ToolUser``s: given an environment's ``user_tools`` (τ² telecom's device) they call
 them through the backend's function calling.
 """
@@ -18,17 +21,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from josh.llm.base import LLM
+from josh.core.llm import LLM
+from josh.core.user import ToolUser, UserSimulator, UserTurn
 from josh.plugins import GROUPS
 from josh.registry import Registry
-from josh.users.base import ToolUser, UserSimulator, UserTurn
 
 USERS = Registry(
     "user simulator",
     "--user",
     noun="user",
     options_flag="--user-option; setup.user_options in a loop recipe",
-    discover=("josh.users", "josh.envs.toolwoz.agenda", "josh.envs.taubench.user"),
+    discover=(
+        "josh.users",
+        "josh.envs.taubench.user:RETAIL_SCRIPTED",
+        "josh.envs.taubench.tau2_user:TAU2_SCRIPTED",
+        "josh.envs.toolwoz.agenda:AGENDA",
+    ),
     free_label="rule-based",
     builder_args=1,
     group=GROUPS["user"],

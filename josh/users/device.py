@@ -2,7 +2,7 @@
 
 The tools go to the backend as ``tools=`` like a function-calling agent's: natively through an OpenAI-compatible
 API, through the chat template (``hf``, ``vllm``), or to the policy (``scripted``). Calls come back as native
-``tool_calls`` or as ``<tool_call>`` JSON in the text (``josh.agents.function_calling.parse_tool_calls``), so a
+``tool_calls`` or as ``<tool_call>`` JSON in the text (``josh.core.parsing.parse_tool_calls``), so a
 model without native tool calling writes them in text. A call that cannot be read (no name, arguments that are
 not a JSON object) is still returned: the runner answers it with an error the user sees at its next step.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from josh.agents.function_calling import parse_tool_calls
-from josh.llm.base import Completion
+from josh.core.llm import Completion
+from josh.core.parsing import parse_tool_calls
 from josh.types import ToolCall
 
 MAX_CALLS = 3

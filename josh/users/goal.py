@@ -20,10 +20,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from josh.llm.base import LLM, Completion, LLMError, Sampling, Tools
+from josh.core.llm import LLM, Completion, LLMError, Sampling, Tools
+from josh.core.user import UserSimulator, UserTurn
 from josh.types import Message, Task, assistant, system, user
 from josh.users import register_user
-from josh.users.base import UserSimulator, UserTurn
 from josh.users.device import device_calls, tool_names
 
 log = logging.getLogger(__name__)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from josh.llm.base import LLM
+from josh.core.llm import LLM
+from josh.core.user import UserTurn
 from josh.types import Message, Task, user
 from josh.users import register_user
-from josh.users.base import UserTurn
 from josh.users.goal import STOP_MARKER, UserConfig, ask, failed, prompt_template, split_marker, with_tokens
 
 QUOTE_MARKER = "Suggested quote:"

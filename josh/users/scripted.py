@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from josh.core.user import UserTurn
 from josh.types import Message, Task
 from josh.users import register_user
-from josh.users.base import UserTurn
 
 
 class ScriptedUser:

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from josh.agents.act import parse_act
 from josh.agents.function_calling import parse_tool_calls
-from josh.agents.parsing import read_call
 from josh.agents.react import END_MARKER, parse_react, split_commands
+from josh.core.parsing import read_call
 from josh.types import ErrorCategory, ToolCall
 
 MALFORMED = ErrorCategory.MALFORMED

@@ -9,8 +9,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from josh.agents import protocol_named
-from josh.agents.parsing import unfence
 from josh.agents.prompting import examples
+from josh.core.parsing import unfence
 from josh.llm.base import Completion
 from josh.types import ToolCall, assistant, tool_result, user
 

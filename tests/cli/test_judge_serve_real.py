@@ -58,7 +58,7 @@ def test_josh_eval_judge_then_josh_judge_through_the_server(server: ModelServer,
     assert result.exit_code == 0, result.output
     assert_every_reply_judged(out)
     # josh judge on the same folder resumes: it asks again only for the answers that failed to parse
-    args = ["judge", str(out), "--backend", "openai", "--model", server.model, "--no-grammar"]  # it takes no grammar
-    result = CliRunner().invoke(app, [*args, "--concurrency", "1", *settings(server, "--llm-option")])
+    args = ["judge", str(out), "--judge", f"openai:{server.model}", "--no-judge-grammar"]  # it takes no grammar
+    result = CliRunner().invoke(app, [*args, "--concurrency", "1", *settings(server, "--judge-option")])
     assert result.exit_code == 0, result.output
     assert_every_reply_judged(out)

@@ -22,9 +22,11 @@ def test_the_readme_stays_short_and_points_at_the_docs():
 
 
 def commands(command, path: str):
-    """(command path, its option and argument names) for the command and every subcommand."""
+    """(command path, its option and argument names, hidden ones left out) for the command and every subcommand."""
     names = set()
     for param in command.params:
+        if getattr(param, "hidden", False):  # a removed flag kept only to refuse it with a clear error
+            continue
         names.update(name for name in (*param.opts, *param.secondary_opts) if name.startswith("-"))
         if param.param_type_name == "argument":
             names.add(param.name)

@@ -60,3 +60,11 @@ async def test_resume_after_crash_skips_finished_and_never_duplicates(tmp_path):
     records = load_results(tmp_path)
     assert sorted(r.task_id for r in records) == [t.id for t in tasks]
     assert summary.conversations == 8 and summary.success_rate.mean == 1.0
+
+
+async def test_duplicate_task_ids_are_the_same_error_as_in_rollout(tmp_path):
+    from josh.run.resumable import DuplicateKeyError
+
+    tasks = make_tasks(2)
+    with pytest.raises(DuplicateKeyError, match="task id must appear once.*t000"):
+        await evaluate(FakeEnv(), [*tasks, tasks[0]], CallingAgent(), CountingUser(1), tmp_path)

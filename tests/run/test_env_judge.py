@@ -25,6 +25,20 @@ def test_a_judge_naming_the_runs_backend_and_model_shares_its_endpoint_and_setti
     assert run_judge(ComponentOptions()) is None
 
 
+def test_a_judge_with_its_own_settings_is_built_with_them_as_every_judge() -> None:
+    """``judge=BACKEND:MODEL`` plus ``judge_options`` (the keys of ``--judge-option``), checked as env options."""
+    spec = ComponentOptions(
+        backend="openai", model="m", llm_options={"timeout_s": 5},
+        env_options={"judge": "openai:m", "judge_options": {"base_url": "http://127.0.0.1:9/v1", "timeout_s": 2}},
+    )  # fmt: skip
+    assert run_judge(spec) == (("openai", "m", "http://127.0.0.1:9/v1"), {"timeout_s": 2})
+    from josh.envs import ENVIRONMENTS
+
+    ENVIRONMENTS.check("tau2-telecom", options=spec.env_options)
+    with pytest.raises(ValueError, match="judge_options"):
+        ENVIRONMENTS.check("tau2-telecom", options={"judge": "openai:m", "judge_options": "fast"})
+
+
 def test_the_blocking_call_answers_inside_a_running_event_loop() -> None:
     ask = blocking_chat(ScriptedLLM(lambda messages, tools, index: f"seen {messages[-1].content}"))
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from josh.run.resumable import DuplicateKeyError
 from josh.search.algorithm import SearchConfig
 from josh.search.rollout import STATS_FILE, TREES_FILE, RolloutConfig, finished_ids, run_rollouts
 from josh.search.tree import Tree
@@ -84,13 +85,20 @@ async def test_failures_are_recorded_and_counted(tmp_path) -> None:
     assert "no goals" in stats.per_task["empty"].error
 
 
-async def test_duplicate_task_ids_run_once_and_concurrency_is_capped(tmp_path) -> None:
+async def test_concurrency_is_capped(tmp_path) -> None:
     slow = TableAgent(delay=0.02)
     user = TableUser()
     config = RolloutConfig(search=SearchConfig(max_depth=1, max_beam=2), concurrency=2)
-    stats = await run_rollouts([*tasks(4), *tasks(4)], FakeEnv(), slow, user, tmp_path, config, progress=False)
+    stats = await run_rollouts(tasks(4), FakeEnv(), slow, user, tmp_path, config, progress=False)
     assert stats.tasks == 4 and len(slow.calls) == 4
     assert slow.peak == 2
+
+
+async def test_duplicate_task_ids_are_an_error_before_anything_runs(tmp_path) -> None:
+    slow = TableAgent()
+    with pytest.raises(DuplicateKeyError, match="task id must appear once.*task01"):
+        await run_rollouts([*tasks(2), *tasks(2)], FakeEnv(), slow, TableUser(), tmp_path, CONFIG, progress=False)
+    assert not slow.calls and not (tmp_path / TREES_FILE).exists()
 
 
 async def test_system_prompt_comes_from_the_agent(tmp_path) -> None:

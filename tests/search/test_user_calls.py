@@ -57,7 +57,7 @@ def test_telecom_search_with_the_scripted_user_and_the_gold_replay(tau2_telecom:
     import asyncio
 
     from josh.agents.replay import ReplayAgent
-    from josh.users.tau2 import DID, Tau2ScriptedUser
+    from josh.envs.taubench.tau2_user import DID, Tau2ScriptedUser
 
     env = tau2_telecom
     task = next(t for t in env.tasks("test") if len(t.goals) == 2)

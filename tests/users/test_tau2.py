@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
+from josh.envs.taubench.tau2_user import DID, Tau2ScriptedUser
 from josh.run.conversation import run_conversation
 from josh.types import Message, Task, assistant, tool_result, user
 from josh.users import USERS, make_user
-from josh.users.tau2 import DID, Tau2ScriptedUser
 from tests.fakes.conversation import CallingAgent, FakeEnv, make_task
 
 ACTIONS = [{"name": "toggle_airplane_mode", "kwargs": {}}, {"name": "set_apn", "kwargs": {"apn": "internet"}}]

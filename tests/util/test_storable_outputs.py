@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from josh.agents import make_agent
 from josh.agents.act import parse_act
 from josh.agents.function_calling import parse_tool_calls
-from josh.agents.parsing import read_call
 from josh.agents.react import parse_react
+from josh.core.parsing import read_call
 from josh.envs.toolwoz.agenda import AgendaUser
 from josh.eval.evaluate import evaluate, load_results
 from josh.llm.base import Completion

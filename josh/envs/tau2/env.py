@@ -22,7 +22,7 @@ from typing import Any
 from tau2.data_model.message import ToolCall as Tau2Call
 from tau2.environment.toolkit import ToolType
 
-from josh.envs.base import EnvBase
+from josh.core.env import EnvBase
 from josh.envs.tau2.assertions import JudgeCall
 from josh.envs.tau2.package import Tau2Error, check_domain, require_tau2
 from josh.envs.tau2.state import Tau2State

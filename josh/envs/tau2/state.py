@@ -27,7 +27,7 @@ from typing import Any, cast
 
 from tau2.environment.environment import Environment
 
-from josh.envs.base import ConversationState
+from josh.core.env import ConversationState
 from josh.types import Task
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from josh.envs.base import ConversationState, EnvBase
+from josh.core.env import ConversationState, EnvBase
 from josh.envs.taubench.reward import OutcomeReward, outputs_found
 from josh.envs.taubench.state import OverlayState, canonical
 from josh.envs.taubench.tasks import details_of

@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Any, ClassVar, cast
 
-from josh.envs.base import ConversationState
+from josh.core.env import ConversationState
 from josh.types import Task
 
 Record = dict[str, Any]

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import re
 
-from josh.registry import options_of
+from josh.core.user import UserTurn
+from josh.registry import entry, options_of
 from josh.types import Message, Task
-from josh.users import register_user
-from josh.users.base import UserTurn
 
 STOP = "###STOP###"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -59,9 +58,12 @@ class TauScriptedUser:
         return UserTurn(text=self.confirm)
 
 
-register_user(
+RETAIL_SCRIPTED = entry(
     "retail_scripted",
     lambda llm, **options: TauScriptedUser(**options),
+    builder_args=1,
+    noun="user",
     options=options_of(TauScriptedUser),
     summary="opens with the task's request, confirms, stops",
 )
+"""The ``retail_scripted`` user, which ``josh.users.USERS`` names (``josh.envs.taubench.user:RETAIL_SCRIPTED``)."""

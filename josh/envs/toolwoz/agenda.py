@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from josh.core.user import UserTurn
 from josh.envs.toolwoz.agenda_text import (
     asks_about,
     attribute_list,
@@ -36,9 +37,8 @@ from josh.envs.toolwoz.agenda_text import (
 )
 from josh.envs.toolwoz.normalize import is_no_constraint, normalize, plain_text
 from josh.envs.toolwoz.task import BOOK_SLOTS, ENTITY_KEY, details_of
+from josh.registry import entry
 from josh.types import Message, Task
-from josh.users import register_user
-from josh.users.base import UserTurn
 
 _SEARCH_ORDER = {
     "restaurant": ("name", "food", "area", "pricerange"),
@@ -362,4 +362,8 @@ class AgendaUser:
         return self.respond(task, transcript)
 
 
-register_user("agenda", AgendaUser, envs=("toolwoz",), summary="rule-based ToolWOZ customer working through its goals")
+AGENDA = entry(
+    "agenda", AgendaUser, builder_args=1, noun="user", envs=("toolwoz",),
+    summary="rule-based ToolWOZ customer working through its goals",
+)  # fmt: skip
+"""The ``agenda`` user, which ``josh.users.USERS`` names (``josh.envs.toolwoz.agenda:AGENDA``)."""

@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from josh.envs.base import ConversationState, EnvBase
+from josh.core.env import ConversationState, EnvBase
 from josh.envs.toolwoz.db import ToolWOZDB
 from josh.envs.toolwoz.goals import TaskPlan, search_completes
 from josh.envs.toolwoz.impossible import WRITE_TOOLS, impossible_reward

@@ -28,9 +28,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from josh.agents import register_agent
-from josh.agents.base import AgentTurn, PromptFrame
-from josh.envs.base import ConversationState, Env
+from josh.core.agent import AgentTurn, PromptFrame
+from josh.core.env import ConversationState, Env
 from josh.envs.toolwoz.normalize import is_no_constraint, normalize, plain_text
 from josh.envs.toolwoz.oracle_text import (
     BOOK_OFFER,
@@ -44,6 +43,7 @@ from josh.envs.toolwoz.oracle_text import (
     summary,
 )
 from josh.envs.toolwoz.task import BOOK_SLOTS, ENTITY_KEY, DomainGoal, ToolWOZDetails, details_of
+from josh.registry import entry
 from josh.types import Message, Task, ToolCall, assistant, tool_result
 
 _BOOKING_WORDS = re.compile(r"\bbook|\breserv")
@@ -356,4 +356,8 @@ class _Turn:
         return True
 
 
-register_agent("oracle", OracleAgent, envs=("toolwoz",), summary="scripted ToolWOZ agent that knows the goals")
+ORACLE = entry(
+    "oracle", OracleAgent, builder_args=2, noun="agent", envs=("toolwoz",),
+    summary="scripted ToolWOZ agent that knows the goals",
+)  # fmt: skip
+"""The ``oracle`` agent, which ``josh.agents.AGENTS`` names (``josh.envs.toolwoz.oracle:ORACLE``)."""

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from josh.core.llm import Spent
 from josh.eval.evaluate import load_finished
 from josh.eval.judge.parse import JudgeOutputError, first_object
 from josh.eval.judge.rubric import MAX_WHY
-from josh.llm.base import Spent
 from josh.run.conversation import ConversationRecord
 from josh.types import Message, system, user
 from josh.util.layout import RESULTS, SUMMARY

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from rich.table import Table
 
+from josh.core.llm import LLM, Spent, run_session
 from josh.envs import build_env
 from josh.eval.judge.arena import (
     PROMPT_VERSION,
@@ -32,7 +33,6 @@ from josh.eval.judge.parse import JudgeOutputError
 from josh.eval.judge.ranking import ModelRank, Outcome, rank
 from josh.eval.judge.runner import ask_judge, policy_of
 from josh.eval.summary import fmt_interval
-from josh.llm.base import LLM, Spent, run_session
 from josh.llm.health import stop_if_failing
 from josh.run.components import build_llms, check_llms
 from josh.util.atomic import write_atomic

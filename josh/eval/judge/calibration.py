@@ -17,11 +17,11 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
+from josh.core.llm import LLM, run_session
 from josh.eval.judge.grounding import ungrounded
 from josh.eval.judge.rubric import DIMENSIONS, PROMPT_VERSION, TurnJudgement
 from josh.eval.judge.runner import judge_turn
 from josh.eval.judge.session import build_judge
-from josh.llm.base import LLM, run_session
 from josh.run.spec import JudgeSpec
 from josh.types import Message, ToolCall, assistant, tool_result, user
 

@@ -9,10 +9,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from josh.core.llm import LLM
 from josh.envs import build_env
 from josh.eval.judge.rubric import PROMPT_VERSION, TurnJudgement
 from josh.eval.judge.runner import judge_turn, policy_of
-from josh.llm.base import LLM
 from josh.types import Message
 from josh.util.layout import ROLLOUT_STATS
 

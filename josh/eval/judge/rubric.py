@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import Field
 
-from josh.llm.base import Spent
+from josh.core.llm import Spent
 from josh.types import Message, ToolCall, assistant, system, tool_result, user
 
 PROMPT_LABEL = "josh-judge-1"

@@ -19,12 +19,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from josh.envs.base import Env
+from josh.core.env import Env
+from josh.core.llm import LLM, LLMError, Sampling, Spent
 from josh.eval.evaluate import load_finished
 from josh.eval.judge.parse import JudgeOutputError, parse_judgement
 from josh.eval.judge.rubric import DIMENSIONS, PROMPT_VERSION, TurnJudgement, judge_grammar, judge_messages
 from josh.eval.metrics import Interval, bootstrap
-from josh.llm.base import LLM, LLMError, Sampling, Spent
 from josh.llm.health import stop_if_failing
 from josh.run.conversation import ConversationRecord
 from josh.run.info import RunInfo

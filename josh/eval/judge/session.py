@@ -16,12 +16,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from josh.core.env import Env
+from josh.core.llm import LLM, run_session
 from josh.envs import build_env
-from josh.envs.base import Env
 from josh.eval.judge.rubric import PROMPT_VERSION
 from josh.eval.judge.runner import JudgeSummary, judge_run
 from josh.eval.summary import fmt_interval
-from josh.llm.base import LLM, run_session
 from josh.run.components import build_llms, check_llms
 from josh.run.info import run_info, split_adapter
 from josh.run.spec import JudgeSpec

@@ -24,9 +24,9 @@ from typing import Any
 
 from rich.console import Console
 
+from josh.core.env import Env
+from josh.core.llm import Sampling
 from josh.envs import build_env
-from josh.envs.base import Env
-from josh.llm.base import Sampling
 from josh.loop.recipe import LoopRecipe
 from josh.loop.result import LoopResult
 from josh.loop.served import ServedPolicy

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from josh.llm.base import Sampling
+from josh.core.llm import Sampling
 from josh.llm.health import require_complete, stop_if_failing
 from josh.loop.stages.base import Stage, StageContext, complete
 from josh.loop.stages.manifest import Input

@@ -40,8 +40,8 @@ from typing import Any
 
 from pydantic import Field
 
-from josh.envs.base import Env
-from josh.llm.base import LLMError, Spent, aclose_all
+from josh.core.env import Env
+from josh.core.llm import LLMError, Spent, aclose_all
 from josh.run.conversation import run_conversation
 from josh.types import ErrorCategory, Message, Task
 

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from josh.agents.replay import ReplayAgent
 from josh.envs.tau2.trajectory import TERMINATION, to_trajectory
+from josh.envs.taubench.tau2_user import DID, Tau2ScriptedUser, user_calls
 from josh.run.conversation import run_conversation
 from josh.types import assistant, user
-from josh.users.tau2 import DID, Tau2ScriptedUser, user_calls
 from tests.envs.tau2.helpers import gold_closing, gold_script, run_josh
 
 ARGS = ["eval", "--env", "tau2-telecom", "--split", "base", "--agent", "replay"]

@@ -58,8 +58,8 @@ def by_quality(messages, _tools, _index) -> str:
 
 
 def arena(runs: list[Path], out: Path, replies: list[str] | None = None) -> object:
-    args = ["arena", *map(str, runs), "--out", str(out), "--backend", "scripted"]
-    return CliRunner().invoke(app, args + ["--llm-option", f"replies={json.dumps(replies or [verdict('A')])}"])
+    args = ["arena", *map(str, runs), "--out", str(out), "--judge", "scripted:smollm2"]
+    return CliRunner().invoke(app, args + ["--judge-option", f"replies={json.dumps(replies or [verdict('A')])}"])
 
 
 @pytest.fixture

@@ -86,7 +86,7 @@ def test_the_rule_flags_invented_entities_and_passes_returned_ones() -> None:
 
 def test_josh_judge_calibrate_prints_the_agreement() -> None:
     answer = json.dumps({n: {"score": 5, "why": "same"} for n in DIMENSIONS})
-    args = ["judge", "--calibrate", "--backend", "scripted", "--llm-option", f"replies={json.dumps([answer])}"]
+    args = ["judge", "--calibrate", "--judge", "scripted:smollm2", "--judge-option", f"replies={json.dumps([answer])}"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "Cohen's kappa" in result.output and "rule: entities" in result.output and "cohesion" in result.output

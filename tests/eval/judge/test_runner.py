@@ -22,7 +22,7 @@ def evaluate(out: Path) -> None:
 
 
 def judge(out: Path, replies: list[str]) -> object:
-    args = ["judge", str(out), "--backend", "scripted", "--llm-option", f"replies={json.dumps(replies)}"]
+    args = ["judge", str(out), "--judge", "scripted:smollm2", "--judge-option", f"replies={json.dumps(replies)}"]
     return CliRunner().invoke(app, args)
 
 
@@ -49,7 +49,7 @@ def test_every_reply_is_judged_and_a_failure_is_retried(tmp_path: Path) -> None:
 
 
 def test_a_folder_without_conversations_is_one_clear_line(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["judge", str(tmp_path), "--env", "toolwoz", "--backend", "scripted"])
+    result = CliRunner().invoke(app, ["judge", str(tmp_path), "--env", "toolwoz", "--judge", "scripted:smollm2"])
     assert result.exit_code == 2 and "no conversations to judge" in result.output
 
 
@@ -91,7 +91,7 @@ def test_smollm2_judges_under_the_grammar_and_every_answer_parses(tmp_path: Path
     out = tmp_path / "eval"
     args = ["eval", "--agent", "oracle", "--user", "agenda", "--limit", "1", "--no-progress", "--out", str(out)]
     assert CliRunner().invoke(app, args).exit_code == 0
-    result = CliRunner().invoke(app, ["judge", str(out), "--backend", "hf", "--model", "smollm2"])
+    result = CliRunner().invoke(app, ["judge", str(out), "--judge", "hf:smollm2"])
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "judge_summary.json").read_text())
     assert summary["failed"] == 0 and summary["replies"] == sum(len(reply_turns(r)) for r in load_results(out))

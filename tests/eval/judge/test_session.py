@@ -69,7 +69,7 @@ def test_josh_judge_warns_when_judging_the_agent_with_its_own_model(tmp_path: Pa
     summary = json.loads((out / "summary.json").read_text())
     summary["run"].update(backend="scripted", model="smollm2")  # as if a scripted agent had answered
     (out / "summary.json").write_text(json.dumps(summary))
-    args = ["judge", str(out), "--backend", "scripted", "--llm-option", f"replies={json.dumps([GOOD])}"]
+    args = ["judge", str(out), "--judge", "scripted:smollm2", "--judge-option", f"replies={json.dumps([GOOD])}"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "the agent's own model" in result.output
@@ -81,7 +81,7 @@ def test_another_judge_judges_every_reply_afresh(tmp_path: Path) -> None:
     assert CliRunner().invoke(app, [*EVAL, "--out", str(out), *scripted_judge([GOOD])]).exit_code == 0
     replies = len(load_judgements(out))
     low = json.dumps({n: {"score": 2, "why": "meh"} for n in ("cohesion", "backend", "policy")})
-    args = ["judge", str(out), "--backend", "scripted", "--model", "other", "--llm-option", f"replies=[{low!r}]"]
+    args = ["judge", str(out), "--judge", "scripted:other", "--judge-option", f"replies=[{low!r}]"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "judge_summary.json").read_text())
@@ -111,12 +111,28 @@ def test_a_down_endpoint_stops_the_judging_with_its_failures_kept_for_a_rerun(tm
 def test_josh_judge_on_a_down_endpoint_is_one_line(tmp_path: Path) -> None:
     out = tmp_path / "eval"
     assert CliRunner().invoke(app, [*EVAL, "--out", str(out)]).exit_code == 0
-    args = ["judge", str(out), "--backend", "openai", "--model", "m", "--llm-option", "base_url=http://127.0.0.1:9/v1"]
+    args = ["judge", str(out), "--judge", "openai:m", "--judge-option", "base_url=http://127.0.0.1:9/v1"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
 
 
 def test_josh_judge_without_a_folder_is_one_line() -> None:
-    result = CliRunner().invoke(app, ["judge", "--backend", "scripted"])
+    result = CliRunner().invoke(app, ["judge", "--judge", "scripted:smollm2"])
     assert result.exit_code == 2 and "give the evaluation folder" in result.output
+
+
+@pytest.mark.parametrize("command", ["judge", "arena"])
+@pytest.mark.parametrize(
+    "old", [["--backend", "openai"], ["--model", "gpt-4.1"], ["--llm-option", "timeout_s=5"], ["--no-grammar"]]
+)
+def test_the_old_judge_flags_are_a_clear_error(command: str, old: list[str], tmp_path: Path) -> None:
+    """``josh judge`` and ``josh arena`` take their judge as every command does: ``--judge BACKEND:MODEL``."""
+    args = [command, str(tmp_path), *(["--out", str(tmp_path / "a")] if command == "arena" else []), *old]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "--judge BACKEND:MODEL" in result.output and "are gone" in result.output
+
+
+def test_a_judge_option_without_a_judge_is_refused_by_extract(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["extract", str(tmp_path), "--judge-option", "timeout_s=5"])
+    assert result.exit_code != 0 and "--judge-option needs --judge BACKEND:MODEL" in result.output

@@ -1,15 +1,15 @@
 """``tau2_scripted``: a deterministic τ²-bench customer (tau2-* envs) for tests and gold runs. It talks like
 ``retail_scripted`` (opens with the task's request, confirms questions, stops once the agent reports back) and, on
 telecom, acts on its own phone: after the agent's first reply it makes the task's user-side gold calls
-(``details["user_actions"]``) through the user tools, in one turn, before saying it did."""
+(``details["user_actions"]``) through the user tools, in one turn, before saying it did. It lives with
+``retail_scripted``, whose talk it shares (importing it does not import ``tau2``)."""
 
 from __future__ import annotations
 
+from josh.core.user import UserTurn
 from josh.envs.taubench.user import TauScriptedUser
-from josh.registry import options_of
+from josh.registry import entry, options_of
 from josh.types import Message, Task, ToolCall
-from josh.users import register_user
-from josh.users.base import UserTurn
 
 ENVS = ("tau2-airline", "tau2-retail", "tau2-telecom")
 DID = "Done, I did that on my phone."
@@ -43,10 +43,13 @@ class Tau2ScriptedUser(TauScriptedUser):
         return await super().reply(task, transcript)
 
 
-register_user(
+TAU2_SCRIPTED = entry(
     "tau2_scripted",
     lambda llm, **options: Tau2ScriptedUser(**options),
+    builder_args=1,
+    noun="user",
     options=options_of(Tau2ScriptedUser),
     envs=ENVS,
     summary="τ²: retail_scripted's talk, and the task's user-side gold calls on the user's device (telecom)",
 )
+"""The ``tau2_scripted`` user, which ``josh.users.USERS`` names (``josh.envs.taubench.tau2_user:TAU2_SCRIPTED``)."""
