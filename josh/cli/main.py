@@ -226,7 +226,7 @@ def extract(
     private: bool = typer.Option(False, "--private", help="with --push-to-hub: make a new repo private"),
 ) -> None:
     """Turn rollout trees into sft.jsonl, kto.jsonl and dpo.jsonl (TRL's conversational tool-calling format) with a
-    dataset card (README.md), or tree.jsonl; --push-to-hub uploads them (needs josh[train] and a Hub token)."""
+    dataset card (README.md), or tree.jsonl; --push-to-hub uploads them (needs josh-agents[train] and a Hub token)."""
     from josh.eval.judge.reply import reply_judge, rollout_policy  # deferred: keeps josh --help light
     from josh.harvest.advantages import AdvantageConfig  # deferred: keeps josh --help light
     from josh.harvest.extract import TRL_FORMATS, ExtractConfig, extract_run  # deferred: keeps josh --help light
