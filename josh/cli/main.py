@@ -209,8 +209,13 @@ def extract(
     judge_threshold: int = typer.Option(3, min=1, max=5, help="a turn scored below this on any dimension fails"),
     judge_route: str = typer.Option("drop", help="a failed turn leaves SFT (drop), and is a KTO undesirable (kto)"),
     judge_grammar: bool = typer.Option(True, help=JUDGE_GRAMMAR_HELP),
+    push_to_hub: str | None = typer.Option(
+        None, "--push-to-hub", metavar="REPO", help="then push the files and their card to this Hub dataset repo"
+    ),
+    private: bool = typer.Option(False, "--private", help="with --push-to-hub: make a new repo private"),
 ) -> None:
-    """Turn rollout trees into sft.jsonl, kto.jsonl and dpo.jsonl (TRL conversational formats), or tree.jsonl."""
+    """Turn rollout trees into sft.jsonl, kto.jsonl and dpo.jsonl (TRL's conversational tool-calling format) with a
+    dataset card (README.md), or tree.jsonl; --push-to-hub uploads them (needs josh-agents[train] and a Hub token)."""
     from josh.eval.judge.reply import reply_judge, rollout_policy  # deferred: keeps josh --help light
     from josh.harvest.advantages import AdvantageConfig  # deferred: keeps josh --help light
     from josh.harvest.extract import TRL_FORMATS, ExtractConfig, extract_run  # deferred: keeps josh --help light
@@ -234,6 +239,10 @@ def extract(
             run, out, config, tokenizer=tokenizer, skip_bad_lines=skip_bad_lines, formats=chosen,
             advantages=AdvantageConfig(subtree=subtree), judge=scorer,
         )  # fmt: skip
+        if push_to_hub:
+            from josh.harvest.hub import push_rows  # deferred: datasets and huggingface_hub are heavy
+
+            pushed = push_rows(out_dir, push_to_hub, chosen, private=private)
     parts = []
     if set(chosen) & set(TRL_FORMATS):
         parts.append(
@@ -255,6 +264,8 @@ def extract(
         "; ".join(parts) + f" -> {out_dir}"
         + (f" ({stats.unreadable} unreadable lines skipped)" if stats.unreadable else "")
     )  # fmt: skip
+    if push_to_hub:
+        typer.echo(f"pushed {', '.join(pushed)} and the dataset card to https://huggingface.co/datasets/{push_to_hub}")
 
 
 @app.command()

@@ -31,7 +31,7 @@ from josh.util.atomic import write_atomic, write_folder_atomic
 from josh.util.errors import reported
 from josh.util.layout import SERVED_MARKER as MARKER
 
-INSTALL_HINT = "transformers serve needs its serving extra: pip install 'josh[serve]'"
+INSTALL_HINT = "transformers serve needs its serving extra: pip install 'josh-agents[serve]'"
 
 TOKENIZER_CONFIG = "tokenizer_config.json"
 

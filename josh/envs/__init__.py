@@ -107,7 +107,10 @@ register_env("retail", _retail, summary="tau-bench retail")
 register_env("airline", _airline, summary="tau-bench airline")
 for _domain in ("airline", "retail", "telecom"):
     register_env(
-        f"tau2-{_domain}", _tau2(_domain), options=Tau2Options, summary=f"tau2-bench {_domain} (extra josh[tau2])"
+        f"tau2-{_domain}",
+        _tau2(_domain),
+        options=Tau2Options,
+        summary=f"tau2-bench {_domain} (extra josh-agents[tau2])",
     )
 
 __all__ = ["ENVIRONMENTS", "build_env", "register_env"]

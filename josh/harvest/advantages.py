@@ -31,8 +31,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from josh.harvest.trl_rows import trl_messages
 from josh.search.tree import Node, Tree, path_messages
-from josh.types import Message
 
 Row = dict[str, Any]
 Aggregate = Literal["max", "mean"]
@@ -138,10 +138,6 @@ def sibling_groups(tree: Tree, config: AdvantageConfig | None = None) -> list[Si
     return groups
 
 
-def _dicts(messages: list[Message]) -> list[Row]:
-    return [m.to_openai() for m in messages]
-
-
 def advantage_rows(
     trees: Iterable[Tree], config: AdvantageConfig | None = None, stats: AdvantageStats | None = None
 ) -> list[Row]:
@@ -155,12 +151,12 @@ def advantage_rows(
             if not group.informative:
                 stats.zero_groups += 1
                 continue
-            prompt = _dicts(path_messages(tree, group.parent))
+            prompt = trl_messages(path_messages(tree, group.parent))
             for node_id, reward, advantage in zip(group.turns, group.rewards, group.advantages, strict=True):
                 rows.append(
                     {
                         "prompt": prompt,
-                        "completion": _dicts(tree.node(node_id).messages),
+                        "completion": trl_messages(tree.node(node_id).messages),
                         "advantage": advantage,
                         "reward": reward,
                         "group": group.key,

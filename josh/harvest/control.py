@@ -8,6 +8,7 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
+from josh.harvest.card import rollout_source
 from josh.harvest.extract import (
     ExtractConfig,
     Extracted,
@@ -76,8 +77,10 @@ def extract_random(
     limit: int | None = None,
 ) -> ExtractStats:
     """The no-selection control's files: ``sft.jsonl`` with one random branch per tree (``random_rows``, at most
-    ``limit`` of them), empty KTO and DPO files, and ``extract_stats.json``."""
+    ``limit`` of them), empty KTO and DPO files, ``extract_stats.json`` and the dataset card."""
     stats = ExtractStats(token_counter=counter_name if count_tokens else "whitespace")
     rows = random_rows(read_trees(trees_file(trees_path), stats), config, seed, stats, limit)
-    write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens)
+    source = rollout_source(trees_file(trees_path))
+    source.extra["selection"] = f"none: one random branch per tree (the no-selection control, seed {seed})"
+    write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens, source=source)
     return stats

@@ -35,6 +35,8 @@ from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_seri
 from josh.core.llm import LLM
 from josh.core.rows import FIELDS, FORMATS, TRL_FORMATS, Row
 from josh.harvest.advantages import AdvantageConfig, AdvantageStats, advantage_rows
+from josh.harvest.card import CardSource, rollout_source, write_card
+from josh.harvest.extract_stats import ExtractStats
 from josh.harvest.judge_gate import (
     GateStats,
     JudgeGate,
@@ -45,6 +47,7 @@ from josh.harvest.judge_gate import (
     path_replies,
     run_gate,
 )
+from josh.harvest.trl_rows import arguments_text, trl_messages
 from josh.llm.models import resolve_model
 from josh.search.tree import Node, Tree, path_messages, trees_file
 from josh.types import ErrorCategory, Message
@@ -78,35 +81,6 @@ class ExtractConfig(BaseModel):
         if self.judge is None:
             data.pop("judge", None)
         return data
-
-
-class ExtractStats(BaseModel):
-    """What ``extract`` read and wrote (``extract_stats.json`` in the output folder)."""
-
-    trees: int = 0
-    unreadable: int = 0
-    llm_failed: int = Field(0, description="trees whose LLM failed: never harvested (rerun the rollout to redo them)")
-    rewarded: int = 0
-    accepted: int = 0
-    trimmed: int = 0
-    below_reward: int = 0
-    with_errors: int = 0
-    failed_tasks: int = 0
-    sft: int = 0
-    kto_desirable: int = 0
-    kto_undesirable: int = 0
-    kto_desirable_fraction: float = 0.0
-    kto_conflicts_dropped: int = 0
-    duplicates_dropped: int = 0
-    dpo: int = 0
-    tree_groups: int = 0
-    tree_zero_groups: int = 0
-    tree_rows: int = 0
-    random_pool: int | None = None
-    random_rewarded: int | None = Field(None, description="kept random branches that met at least one goal")
-    tokens: dict[str, int] = Field(default_factory=dict)
-    token_counter: str = "whitespace"
-    gate: GateStats | None = Field(None, description="what the judge gate did (extract.judge)")
 
 
 class Extracted(BaseModel):
@@ -159,7 +133,7 @@ def messages_key(messages: list[Message]) -> str:
 
 
 def _dicts(messages: list[Message]) -> list[Row]:
-    return [m.to_openai() for m in messages]
+    return trl_messages(messages)
 
 
 class Selection(BaseModel):
@@ -331,7 +305,7 @@ def _row_tokens(row: Row, fields: tuple[str, ...], count: TokenCounter) -> int:
         for m in row[field]:
             total += count(m.get("content") or "")
             for call in m.get("tool_calls") or ():
-                total += count(call["function"]["name"]) + count(call["function"]["arguments"])
+                total += count(call["function"]["name"]) + count(arguments_text(call["function"]["arguments"]))
     return total
 
 
@@ -341,14 +315,22 @@ def _write_jsonl(path: Path, rows: list[Row]) -> None:
 
 
 def write_all(
-    out_dir: Path, rows: Extracted, stats: ExtractStats, count: TokenCounter, formats: tuple[str, ...] = TRL_FORMATS
+    out_dir: Path,
+    rows: Extracted,
+    stats: ExtractStats,
+    count: TokenCounter,
+    formats: tuple[str, ...] = TRL_FORMATS,
+    source: CardSource | None = None,
 ) -> None:
+    """The rows files, ``extract_stats.json`` and, with ``source``, the dataset card (``README.md``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in formats:
         data: list[Row] = getattr(rows, name)
         _write_jsonl(out_dir / rows_file(name), data)
         stats.tokens[name] = sum(_row_tokens(r, FIELDS[name], count) for r in data)
     write_atomic(out_dir / STATS_FILE, stats.model_dump_json(indent=2) + "\n")
+    if source is not None:
+        write_card(out_dir, source, stats, formats)
 
 
 def _tree_rows(trees: list[Tree], config: AdvantageConfig, stats: ExtractStats) -> list[Row]:
@@ -370,12 +352,14 @@ def extract(
     advantages: AdvantageConfig | None = None,
     judge: ReplyJudge | None = None,
     judge_llm: LLM | None = None,
+    source: CardSource | None = None,
 ) -> ExtractStats:
     """Read ``trees_path`` (a file or a run folder) and write ``<format>.jsonl`` for each of ``formats`` (default
     ``sft``, ``kto``, ``dpo``; ``tree`` adds the turn-level advantages) and ``extract_stats.json`` to ``out_dir``
     (named so it never overwrites the rollout's own ``stats.json``).
     A line that is not a tree stops it (nothing is written) unless ``skip_bad_lines``. With ``config.judge``,
-    ``judge`` scores the replies (with ``judge_llm``, default: the LLM ``config.judge`` names)."""
+    ``judge`` scores the replies (with ``judge_llm``, default: the LLM ``config.judge`` names). The dataset card
+    (``README.md``, ``josh.harvest.card``) states ``source``, by default the rollout's own ``stats.json``."""
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown or not formats:
         raise ValueError(f"unknown format {', '.join(unknown) or '(none)'}; choose from {', '.join(FORMATS)}")
@@ -393,7 +377,8 @@ def extract(
     rows = extract_rows(trees, config, stats, failing) if trl else Extracted()
     if "tree" in formats:
         rows.tree = _tree_rows(trees, advantages or AdvantageConfig(), stats)
-    write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens, formats)
+    source = source or rollout_source(trees_file(trees_path))
+    write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens, formats, source)
     return stats
 
 

@@ -25,6 +25,7 @@ from josh.agents import AGENTS
 from josh.agents.prompted import AgentPrompt
 from josh.agents.protocol import RenderError
 from josh.core.env import Env
+from josh.harvest.trl_rows import trl_messages
 from josh.run.components import run_agent, run_user
 from josh.run.conversation import ConversationRecord, run_conversation
 from josh.types import Message, Task, system
@@ -71,7 +72,7 @@ def sft_row(prompt: AgentPrompt, task: Task, messages: Sequence[Message]) -> dic
     the tools it passes to the backend."""
     frame = prompt.frame(task)
     rendered = [system(frame.system or ""), *frame.preamble, *prompt.render(list(messages))]
-    return {"messages": [m.to_openai() for m in rendered], "tools": frame.tools}
+    return {"messages": trl_messages(rendered), "tools": frame.tools}
 
 
 async def scripted_conversations(env: Env, tasks: Sequence[Task], config: WarmStartConfig) -> list[ConversationRecord]:

@@ -48,7 +48,7 @@ def check_buildable(config: LLMConfig) -> None:
 
     for name in config.packages:
         if importlib.util.find_spec(name) is None:
-            hint = VLLM_INSTALL if name == "vllm" else "pip install 'josh[train]'"
+            hint = VLLM_INSTALL if name == "vllm" else "pip install 'josh-agents[train]'"
             raise ImportError(f"the {config.backend} backend needs {name}, which is not installed: {hint}")
     if isinstance(config, ScriptedConfig) and not config.replies:
         raise ValueError(SCRIPTED_NEEDS_REPLIES)

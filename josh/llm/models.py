@@ -106,7 +106,7 @@ def four_bit(compute_dtype: Any, *, quant_type: str = "nf4", double_quant: bool 
     from transformers import BitsAndBytesConfig
 
     if importlib.util.find_spec("bitsandbytes") is None:
-        raise ImportError("4-bit loading (load_in_4bit) needs bitsandbytes: pip install 'josh[train]'")
+        raise ImportError("4-bit loading (load_in_4bit) needs bitsandbytes: pip install 'josh-agents[train]'")
     return BitsAndBytesConfig(
         load_in_4bit=True,
         bnb_4bit_quant_type=quant_type,

@@ -1,8 +1,8 @@
 """Entry points of ``josh loop`` and ``josh demo``: load the recipe, run the loop (or each of its seeds), print
 the report's tables with the JOSH increment.
 
-The demo recipe ``recipes/demo-cpu.yaml`` is looked up in the working directory first, then next to the package
-(a source checkout), so ``make demo`` and ``josh demo`` from the repository root both find it.
+The demo recipe ``recipes/demo-cpu.yaml`` is looked up in the working directory first, then in the source checkout
+or the installed wheel (``josh.util.bundled``), so ``make demo`` and ``josh demo`` from any folder find it.
 """
 
 from __future__ import annotations
@@ -23,17 +23,18 @@ from josh.loop.seeds import run_seeds
 from josh.training.data import DatasetError
 from josh.training.model import TemplateError
 from josh.training.recipe import RecipeError
+from josh.util.bundled import recipe_file
 from josh.util.quiet import noise_to
 
 DEMO_RECIPE = Path("recipes") / "demo-cpu.yaml"
 
 
 def demo_recipe() -> Path:
-    """The demo recipe file (working directory first, then the source checkout the package lives in)."""
-    for candidate in (DEMO_RECIPE, Path(__file__).resolve().parents[2] / DEMO_RECIPE):
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"{DEMO_RECIPE} not found: run the demo from the josh repository root")
+    """The demo recipe file (working directory first, then the checkout's or the wheel's copy)."""
+    found = recipe_file(DEMO_RECIPE)
+    if not found.is_file():
+        raise FileNotFoundError(f"{DEMO_RECIPE} not found here, in a josh checkout or in the installed package")
+    return found
 
 
 def run_with_table(recipe_path: str, overrides: list[str], *, progress: bool = True, seeds: int | None = None) -> None:

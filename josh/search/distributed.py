@@ -31,7 +31,7 @@ from josh.search.rollout import RolloutOptions, RolloutSession, RunStats, search
 from josh.search.tree import Tree
 from josh.types import Task
 
-INSTALL_HINT = "rollouts on Ray need Ray: pip install 'josh[ray]'"
+INSTALL_HINT = "rollouts on Ray need Ray: pip install 'josh-agents[ray]'"
 
 ComponentFactory = Callable[[ComponentOptions], Components]
 

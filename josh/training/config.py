@@ -21,7 +21,7 @@ def check_report_to(report_to: list[str]) -> None:
             name in ("wandb", "tensorboard")
             and importlib.util.find_spec("wandb" if name == "wandb" else "tensorboard") is None
         ):
-            extra = "pip install 'josh[wandb]'" if name == "wandb" else "pip install tensorboard"
+            extra = "pip install 'josh-agents[wandb]'" if name == "wandb" else "pip install tensorboard"
             raise RecipeError(f"report_to lists {name!r} but it is not installed: {extra}, or drop it")
 
 
@@ -37,7 +37,7 @@ def check_liger_kernel(enabled: bool) -> None:
             "(set optim.liger_kernel=false; the CPU path already computes the loss without full logits)"
         )
     if importlib.util.find_spec("liger_kernel") is None or importlib.util.find_spec("triton") is None:
-        raise RecipeError("optim.liger_kernel needs liger-kernel and triton: pip install 'josh[liger]'")
+        raise RecipeError("optim.liger_kernel needs liger-kernel and triton: pip install 'josh-agents[liger]'")
 
 
 def optimizer_steps(recipe: TrainRecipe, rows: int, processes: int = 1) -> int:

@@ -43,7 +43,7 @@ class LaunchSpec(StrictModel):
         if not self.config.is_file():
             raise RecipeError(f"launch.config: {self.config} is not a file; the configs are in training/")
         if importlib.util.find_spec("accelerate") is None:
-            raise ImportError("launch needs accelerate, which is not installed: pip install 'josh[train]'")
+            raise ImportError("launch needs accelerate, which is not installed: pip install 'josh-agents[train]'")
 
     def command(self, recipe: Path, output: Path, method: str, resume: bool) -> list[str]:
         """The ``accelerate launch`` command line that trains ``recipe`` into ``output``."""

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from josh.training.grpo.spec import GRPOSpec
+from josh.util.bundled import recipe_file
 
 Method = Literal["sft", "kto", "dpo", "tree", "grpo"]
 
@@ -242,6 +243,8 @@ def build_recipe(data: dict[str, Any], overrides: list[str] | None = None, sourc
 
 
 def read_mapping(path: Path) -> dict[str, Any]:
+    """A recipe file's mapping; ``recipes/NAME.yaml`` not found here is josh's own copy (``josh.util.bundled``)."""
+    path = recipe_file(path)
     if not path.is_file():
         raise RecipeError(f"recipe file not found: {path}")
     try:

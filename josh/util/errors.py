@@ -22,15 +22,15 @@ import typer
 F = TypeVar("F", bound=Callable[..., Any])
 
 VLLM_INSTALL = (
-    "pip install 'josh[vllm]' -c constraints-gpu.txt on a CUDA machine, or make vllm-env for vLLM's CPU build"
+    "pip install 'josh-agents[vllm]' -c constraints-gpu.txt on a CUDA machine, or make vllm-env for vLLM's CPU build"
 )
 
 EXTRAS = {
     "vllm": VLLM_INSTALL,
-    "ray": "pip install 'josh[ray]'",
-    "wandb": "pip install 'josh[wandb]'",
+    "ray": "pip install 'josh-agents[ray]'",
+    "wandb": "pip install 'josh-agents[wandb]'",
     **{
-        name: "pip install 'josh[train]'"
+        name: "pip install 'josh-agents[train]'"
         for name in ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes", "gguf")
     },
 }

@@ -157,7 +157,7 @@ def test_extract_command_writes_the_tree_format(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["extract", str(tmp_path), "--format", "tree", "--out", str(tmp_path / "d")])
     assert result.exit_code == 0, result.output
     assert "12 tree rows from 6 sibling groups of 2 trees (2 groups with equal rewards skipped)" in result.output
-    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["extract_stats.json", "tree.jsonl"]
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["README.md", "extract_stats.json", "tree.jsonl"]
     stats = json.loads((tmp_path / "d" / "extract_stats.json").read_text())
     assert (stats["tree_groups"], stats["tree_zero_groups"], stats["tree_rows"]) == (8, 2, 12)
     assert stats["tokens"]["tree"] > 0 and stats["sft"] == 0

@@ -31,8 +31,9 @@ async def test_rows_of_a_successful_tree() -> None:
     assert [m["role"] for m in msgs[1:6]] == ["user", "assistant", "tool", "assistant", "user"]
     assert msgs[-1]["content"] == "reply 1.0.1" and len(msgs) == 13
     call = msgs[2]["tool_calls"][0]
-    assert call["type"] == "function" and json.loads(call["function"]["arguments"]) == {"path": "1"}
-    assert msgs[3]["tool_call_id"] == call["id"]
+    assert "content" not in msgs[2]  # TRL's tool-calling format: a turn that only calls a tool has no content
+    assert call["type"] == "function" and call["function"] == {"name": "act", "arguments": {"path": "1"}}
+    assert msgs[3]["tool_call_id"] == call["id"] and msgs[3]["name"] == "act"
     assert sft["tools"] == tree.tools
     good = [r for r in rows.kto if r["label"]]
     bad = [r for r in rows.kto if not r["label"]]

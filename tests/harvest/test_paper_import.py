@@ -61,6 +61,8 @@ def test_a_hand_built_record_maps_flags_and_rows(tmp_path) -> None:
     assert [m["role"] for m in sft[0]["messages"]] == ["system", "user", "assistant", "user", "assistant"]
     kto = [json.loads(line) for line in (tmp_path / "out" / "kto.jsonl").read_text().splitlines()]
     assert [r["label"] for r in kto] == [True, False] and stats.extract.accepted == 1
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert card.startswith("---\nlicense: mit\n") and "josh-train 0.1.4" in card and "| sft.jsonl | 1 |" in card
 
 
 def test_identical_outputs_answered_differently_stay_two_nodes(tmp_path) -> None:

@@ -108,7 +108,7 @@ def test_liger_switch_reaches_the_trainer_and_fails_clearly_without_a_gpu(tmp_pa
         check_liger_kernel(True)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
-    with pytest.raises(RecipeError, match=r"pip install 'josh\[liger\]'"):
+    with pytest.raises(RecipeError, match=r"pip install 'josh-agents\[liger\]'"):
         check_liger_kernel(True)
 
 

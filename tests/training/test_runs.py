@@ -33,15 +33,21 @@ def supervised_spans(labels: list[int]) -> list[list[int]]:
     return spans
 
 
-@pytest.mark.parametrize("kind", ["react", "tools"])
+@pytest.mark.parametrize("kind", ["react", "tools", "trl"])
 def test_only_assistant_tokens_carry_loss(kind, tmp_path):
+    """``trl``: the conversation as ``josh extract`` writes it (arguments as an object, tool results named)."""
+    from josh.harvest.trl_rows import trl_messages
     from josh.training.data import read_rows
     from josh.training.model import load_model, load_tokenizer
     from josh.training.sft import build_trainer
+    from josh.types import Message
     from tests.training_data import FIND_TOOL
 
     convo = react_conversation("chinese") if kind == "react" else tool_conversation("chinese")
-    row = {"messages": convo, "tools": [FIND_TOOL] if kind == "tools" else []}
+    if kind == "trl":
+        convo = trl_messages(Message.from_openai(m) for m in convo)
+        assert isinstance(convo[2]["tool_calls"][0]["function"]["arguments"], dict) and convo[3]["name"]
+    row = {"messages": convo, "tools": [FIND_TOOL] if kind != "react" else []}
     recipe = recipe_for("tiny-sft", tmp_path, write_jsonl(tmp_path / "d.jsonl", [row]))
     rows = read_rows(recipe.data, "sft")
     tokenizer = load_tokenizer(recipe, need_masks=True)
@@ -53,6 +59,7 @@ def test_only_assistant_tokens_carry_loss(kind, tmp_path):
         expected = [m["content"] + "<|im_end|>" for m in convo if m["role"] == "assistant"]
     else:
         args = convo[2]["tool_calls"][0]["function"]["arguments"]
+        args = args if isinstance(args, str) else json.dumps(args)
         call = '<tool_call>\n{"name": "find_restaurant", "arguments": ' + args + "}\n</tool_call>"
         expected = [call + "<|im_end|>", convo[4]["content"] + "<|im_end|>"]
     assert spans == expected

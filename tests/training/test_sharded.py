@@ -7,7 +7,7 @@ josh's loader serves.
   sharded state dict left the run folder without an adapter.
 - DeepSpeed ZeRO-3 (``training/deepspeed_zero3.yaml``): DeepSpeed's CPU accelerator joins the processes with gloo (no
   oneCCL needed) and each keeps its own partition of the weights and their optimizer state. DeepSpeed is an optional
-  extra: its cases run where it is installed (``pip install 'josh[deepspeed]'``; with g++ there, its first launch
+  extra: its cases run where it is installed (``pip install 'josh-agents[deepspeed]'``; with g++ there, its first launch
   builds a small shared-memory op).
 """
 
@@ -67,7 +67,7 @@ ZERO3 = Sharding(
     expected=("zero_pp_rank_0_mp_rank_00_optim_states.pt", "zero_pp_rank_1_mp_rank_00_optim_states.pt"),
     checkpoint_has_adapter=None,
 )
-NO_DEEPSPEED = pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="needs josh[deepspeed]")
+NO_DEEPSPEED = pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="needs josh-agents[deepspeed]")
 SHARDINGS = [pytest.param(FSDP, id="fsdp"), pytest.param(ZERO3, id="zero3", marks=NO_DEEPSPEED)]
 
 

@@ -125,7 +125,9 @@ def test_a_backend_that_fails_every_request_stops_the_run_and_writes_no_results_
 def test_a_missing_vllm_is_one_line_with_the_install_command(args, tmp_path):
     result = run(*[a.replace("{tmp}", str(tmp_path)) for a in args])
     assert result.exit_code == 2, result.output
-    assert len(lines(result.output)) <= 2 and "pip install 'josh[vllm]'" in result.output  # loop: + its stage line
+    assert (
+        len(lines(result.output)) <= 2 and "pip install 'josh-agents[vllm]'" in result.output
+    )  # loop: + its stage line
     assert "Traceback" not in result.output
 
 

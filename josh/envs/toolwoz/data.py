@@ -1,8 +1,8 @@
 """One entry point for ToolWOZ data: ``load_toolwoz(source)`` gives the database folder and the tasks per split.
 
 Sources, by name or path:
-- ``mini`` (default): the invented set shipped in ``envs/toolwoz_mini/`` (regenerated into the user cache when the
-  package is installed without it);
+- ``mini`` (default): the invented set shipped in ``envs/toolwoz_mini/`` (package data in the wheel; regenerated
+  into the user cache when neither copy is there);
 - ``toolwoz``: the paper's release, installed into ``$JOSH_CACHE/toolwoz`` by ``josh data download toolwoz --source
   pypi`` (``josh.envs.toolwoz.paper_data``); the name wins over a folder of that name;
 - a task-set folder: ``tasks_{split}.jsonl`` files and a database (what ``josh data mini`` / ``josh data download
@@ -27,12 +27,13 @@ from josh.envs.toolwoz.paper_data import NAME, paper_source
 from josh.envs.toolwoz.task import task_line
 from josh.types import Task
 from josh.util.atomic import write_atomic
+from josh.util.bundled import CHECKOUT, bundled
 from josh.util.cache import cache_dir
 from josh.util.jsonl import brief
 
 ENV = "toolwoz"  # what a task file leaves out (``task_line``): every task in it plays ToolWOZ
 
-SHIPPED_MINI = Path(__file__).resolve().parents[3] / "envs" / "toolwoz_mini"
+SHIPPED_MINI = bundled("envs/toolwoz_mini") or CHECKOUT / "envs" / "toolwoz_mini"  # the checkout's or the wheel's copy
 DB_DOMAINS = ("restaurant", "hotel", "attraction", "train")
 SPLIT_ORDER = ("train", "val", "test", "full_test")
 

@@ -33,7 +33,9 @@ from josh.llm.vllm_engine import BatchedEngine
 from josh.training.recipe import RecipeError, TrainRecipe
 
 CPU_KV_CACHE_GIB = "2"  # VLLM_CPU_KVCACHE_SPACE for the colocated engine when the user has not set it
-INSTALL = "make vllm-env for vLLM's CPU build, or pip install 'josh[vllm]' -c constraints-gpu.txt on a CUDA machine"
+INSTALL = (
+    "make vllm-env for vLLM's CPU build, or pip install 'josh-agents[vllm]' -c constraints-gpu.txt on a CUDA machine"
+)
 
 
 def check_vllm() -> None:
