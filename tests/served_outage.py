@@ -4,13 +4,14 @@ serve``) share.
 
 Both commands run as child processes against one server: the evaluation one conversation at a time, the rollout
 one tree. The server is killed (SIGKILL, its child processes too, as a node that dies) once the evaluation has
-written its first conversation while the rollout's tree is still being searched; both runs must then stop non-zero
+written its first conversation while the rollout's tree is still being searched (see ``kill_mid_runs``); both runs must then stop non-zero
 within seconds, and every record they wrote after the kill is failed. The server restarted on the same port, the
 same two commands rerun to completion, and their latest records are what an uninterrupted run wrote."""
 
 from __future__ import annotations
 
 import json
+import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -64,32 +65,53 @@ def restart(server: ModelServer, timeout_s: float = 1200.0) -> None:
     server.start(timeout_s=timeout_s)
 
 
+def answered(server: ModelServer) -> int:
+    """Chat requests the server has answered so far, from its access log (a server started with
+    ``PYTHONUNBUFFERED=1`` writes each line at once)."""
+    assert server.log_path is not None, "the server needs a log"
+    return server.log_path.read_text(errors="replace").count('"POST /v1/chat/completions HTTP/1.1" 200')
+
+
 def kill_mid_runs(server: ModelServer, evaluation: list[str], rollout: list[str], timeout_s: float = 900) -> dict:
-    """Start both commands, kill the server once ``evaluation`` has written a conversation while ``rollout`` is
-    still searching its first tree, and wait for both to stop: ``{"eval": Stopped, "rollout": Stopped}``."""
+    """Kill the server mid-``evaluation`` and mid-``rollout``, and wait for both to stop: ``{"eval": Stopped,
+    "rollout": Stopped}``. The evaluation runs until it has written a conversation and is then frozen (SIGSTOP); the
+    rollout starts, and once the server has answered two of its requests, its tree unfinished, the server is
+    killed and the evaluation let go on (SIGCONT). Freezing makes the order certain whatever the load."""
     results, trees = Path(out_of(evaluation)) / "results.jsonl", Path(out_of(rollout)) / "trees.jsonl"
-    children = {"rollout": start_josh(rollout), "eval": start_josh(evaluation)}
+    children = {"eval": start_josh(evaluation)}
+    deadline = time.monotonic() + timeout_s
     try:
-        deadline = time.monotonic() + timeout_s
-        while not records(results):
-            for name, child in children.items():
-                assert child.poll() is None, f"{name} ended before the kill: {child.communicate()[0]}"
-            assert time.monotonic() < deadline, f"no conversation finished within {timeout_s:.0f} s"
-            time.sleep(0.1)
-        written = {"eval": len(records(results)), "rollout": len(records(trees))}
+        wait_for(lambda: records(results), children, deadline, "a conversation written")
+        children["eval"].send_signal(signal.SIGSTOP)
+        written = {"eval": len(records(results))}
+        before = answered(server)
+        children["rollout"] = start_josh(rollout)
+        # the frozen evaluation (one conversation at a time) may have one request in flight, answered all the same
+        wait_for(lambda: answered(server) >= before + 3, children, deadline, "two requests of the rollout answered")
+        written["rollout"] = len(records(trees))
         assert written["rollout"] == 0, "the rollout's tree was finished before the kill: not a kill mid-search"
         killed = kill(server)
+        children["eval"].send_signal(signal.SIGCONT)
         with ThreadPoolExecutor(len(children)) as pool:
             ended = dict(zip(children, pool.map(finish, children.values()), strict=True))
     finally:
         for child in children.values():
             if child.poll() is None:
+                child.send_signal(signal.SIGCONT)
                 child.kill()
                 child.wait()
     return {
         name: Stopped(children[name].returncode, output, at - killed, written[name])
         for name, (output, at) in ended.items()
     }
+
+
+def wait_for(condition, children: dict, deadline: float, what: str) -> None:
+    while not condition():
+        for name, child in children.items():
+            assert child.poll() is None, f"{name} ended before the kill: {child.communicate()[0]}"
+        assert time.monotonic() < deadline, f"not within the time allowed: {what}"
+        time.sleep(0.1)
 
 
 def finish(child) -> tuple[str, float]:

@@ -40,6 +40,18 @@ def loopback_without_proxy() -> Iterator[None]:
     os.environ.update(saved)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def unbuffered_server_logs() -> Iterator[None]:
+    """Servers write each access log line at once (``tests/served_outage.py`` counts the requests they answered)."""
+    saved = os.environ.get("PYTHONUNBUFFERED")
+    os.environ["PYTHONUNBUFFERED"] = "1"
+    yield
+    if saved is None:
+        del os.environ["PYTHONUNBUFFERED"]
+    else:
+        os.environ["PYTHONUNBUFFERED"] = saved
+
+
 def start(folder: str, log: Path) -> ModelServer:
     return ModelServer(folder, options=["--device", "cpu"], log=log).start()
 

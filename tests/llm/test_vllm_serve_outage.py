@@ -35,6 +35,7 @@ def test_vllm_serve_killed_mid_evaluation_and_mid_search_stops_both_and_reruns_c
     command += ["--port", "{port}", "--max-num-seqs", "1", "--dtype", "float32", "--max-model-len", "4096"]
     command += ["--enforce-eager"]
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "2")  # the server's environment is this one's
+    monkeypatch.setenv("PYTHONUNBUFFERED", "1")  # its access log, read to time the kill, written line by line
 
     def commands(out: Path, url: str) -> tuple[list[str], list[str]]:
         backend = ["--backend", "openai", "--model", base, "--base-url", url, "--llm-option", "timeout_s=600"]
