@@ -43,7 +43,7 @@ WORKERS := $(or $(JOSH_TEST_WORKERS),auto)
 PYTEST_OPTS := -n $(WORKERS) --dist loadscope --durations=20
 
 # every test marked vllm: the vllm backend, GRPO generation, the loop on a served model (vllm serve with runtime LoRA
-# loading) and gpu_check.py on vLLM's real engine (SmolLM2, CPU)
+# loading), vllm serve killed mid-run and restarted, and gpu_check.py on vLLM's real engine (SmolLM2, CPU)
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_BIN)/pytest -q $(PYTEST_OPTS) -m vllm tests
 

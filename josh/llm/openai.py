@@ -3,7 +3,10 @@
 Concurrent ``chat`` calls become concurrent HTTP requests, at most ``max_concurrency`` in flight. Rate limits, 5xx
 answers, timeouts, dropped connections and broken answers (a body that is not JSON, no ``choices``) are retried
 with exponential backoff and full jitter, at least the server's ``Retry-After`` (``max_retries`` times, then
-``LLMError``; ``retries`` counts them by kind); other client errors fail at once. ``n`` goes to the API; a server that rejects ``n > 1``
+``LLMError``; ``retries`` counts them by kind); other client errors fail at once. Once a request has given up on a
+server that did not answer (anything but rate limits), the server is taken as gone until an attempt succeeds again:
+the requests after it are not retried, one attempt each decides, so that a server that died stops a run after one
+round of retries (see ``josh.llm.health``) rather than one round per request. ``n`` goes to the API; a server that rejects ``n > 1``
 or returns fewer choices is asked again one sample per request (with distinct seeds when a seed is set). Native
 tool calls become ``ToolCall``s (arguments that are not valid JSON stay a raw string). Prompt tokens and their cost
 are counted once per HTTP request, on its first completion; the completion tokens of a response are shared out evenly
@@ -115,6 +118,7 @@ class OpenAILLM(Backend):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: openai.AsyncOpenAI | None = None
         self._semaphore: asyncio.Semaphore | None = None
+        self._gone = False  # the latest request gave up on an unanswering server: no retries until one succeeds
 
     async def complete(
         self, messages: list[Message], tools: list[dict[str, Any]] | None, n: int, sampling: Sampling
@@ -142,7 +146,9 @@ class OpenAILLM(Backend):
         attempt = 0
         while True:
             try:
-                return await self._attempt(client, semaphore, kwargs)
+                completions = await self._attempt(client, semaphore, kwargs)
+                self._gone = False
+                return completions
             except openai.BadRequestError as error:
                 if n > 1:
                     raise
@@ -150,9 +156,12 @@ class OpenAILLM(Backend):
             except (openai.APIError, BadResponse) as error:
                 if not is_retryable(error):
                     raise LLMError(f"{self.model}: {type(error).__name__}: {error}") from error
-                if attempt >= self.max_retries:
+                throttled = isinstance(error, openai.RateLimitError)
+                if attempt >= self.max_retries or (self._gone and not throttled):
+                    self._gone = not throttled
+                    why = "" if attempt >= self.max_retries else " (the request before it gave up: not retried)"
                     raise LLMError(
-                        f"{self.model}: gave up after {attempt + 1} attempts: {type(error).__name__}: {error}"
+                        f"{self.model}: gave up after {attempt + 1} attempts{why}: {type(error).__name__}: {error}"
                     ) from error
                 self.retries[type(error).__name__] += 1
                 await asyncio.sleep(self._backoff(attempt, error))

@@ -17,6 +17,7 @@ from josh.cli.serve import ModelServer, served_folder
 from josh.llm.base import Sampling
 from josh.llm.factory import make_llm
 from josh.types import Message
+from tests.served_outage import check_stopped, kill_mid_runs, latest, rerun, restart
 from tests.training_data import FIND_TOOL, tool_conversation, write_jsonl
 
 pytestmark = pytest.mark.slow
@@ -28,6 +29,8 @@ GREEDY = ["--temperature", "0", "--max-new-tokens", "16", "--no-progress", "--us
 AGENT = ["--agent", "function_calling", "--agent-option", "examples=0"]
 # the server answers one request at a time; on a busy CPU a queued request may wait minutes
 PATIENT = ["--llm-option", "timeout_s=900", "--llm-option", "max_concurrency=2"]
+EVAL_TASKS = 2
+ROLLOUT = [*AGENT, *GREEDY, "--limit", "1", "--beam", "2", "--branching", "2", "--max-depth", "2"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -35,6 +38,18 @@ def loopback_without_proxy() -> Iterator[None]:
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.lower() in ("http_proxy", "https_proxy", "all_proxy")}
     yield
     os.environ.update(saved)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def unbuffered_server_logs() -> Iterator[None]:
+    """Servers write each access log line at once (``tests/served_outage.py`` counts the requests they answered)."""
+    saved = os.environ.get("PYTHONUNBUFFERED")
+    os.environ["PYTHONUNBUFFERED"] = "1"
+    yield
+    if saved is None:
+        del os.environ["PYTHONUNBUFFERED"]
+    else:
+        os.environ["PYTHONUNBUFFERED"] = saved
 
 
 def start(folder: str, log: Path) -> ModelServer:
@@ -66,9 +81,21 @@ def evaluate(out: Path, *backend: str, tasks: int = 2, turns: int = 2) -> dict[s
     args = ["eval", "--out", str(out), *AGENT, *GREEDY, "--limit", str(tasks), "--max-turns", str(turns)]
     result = CliRunner().invoke(app, [*args, *backend])
     assert result.exit_code == 0, result.output
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert rows and not any(row["error"] or "llm_error" in row["errors"] for row in rows)
+    return conversations(out)
+
+
+def conversations(out: Path) -> dict[str, tuple[float, list]]:
+    """An evaluation's latest records, none failed: per task, the reward and what the agent said and called."""
+    rows = list(latest(out / "results.jsonl").values())
+    assert rows and not any(row["failed"] or row["error"] or "llm_error" in row["errors"] for row in rows)
     return {row["task_id"]: (row["reward"], agent_turns(row["messages"])) for row in rows}
+
+
+def searched(out: Path) -> dict[str, tuple[float, list]]:
+    """A rollout's latest trees, none failed: per task, the reward and every node's agent turns."""
+    trees = list(latest(out / "trees.jsonl").values())
+    assert trees and not any(tree.get("error") or tree.get("failed") for tree in trees)
+    return {t["task_id"]: (t["reward"], sorted(tree_turns(t))) for t in trees}
 
 
 def agent_turns(messages: list[dict]) -> list:
@@ -81,26 +108,36 @@ def agent_turns(messages: list[dict]) -> list:
     return turns
 
 
-def test_eval_through_the_server_matches_the_hf_backend(smollm2_server, tmp_path) -> None:
-    served = evaluate(tmp_path / "srv", "--backend", "openai", "--model", smollm2_server.model,
-                      "--base-url", smollm2_server.base_url, *PATIENT)  # fmt: skip
-    local = evaluate(tmp_path / "hf", "--backend", "hf", "--model", "smollm2")
-    assert served == local
+def served(server: ModelServer) -> list[str]:
+    return ["--backend", "openai", "--model", server.model, "--base-url", server.base_url, *PATIENT]
 
 
-def test_rollout_through_the_server_matches_the_hf_backend(smollm2_server, tmp_path) -> None:
-    def rollout(out: Path, *backend: str) -> dict:
-        args = ["rollout", "--out", str(out), *AGENT, *GREEDY, "--limit", "1", "--beam", "2", "--branching", "2"]
-        args += ["--max-depth", "2"]
-        result = CliRunner().invoke(app, [*args, *backend])
-        assert result.exit_code == 0, result.output
-        trees = [json.loads(line) for line in (out / "trees.jsonl").read_text().splitlines()]
-        assert trees and not any(tree.get("error") for tree in trees)
-        return {t["task_id"]: (t["reward"], sorted(tree_turns(t))) for t in trees}
+def rollout(out: Path, *backend: str) -> dict[str, tuple[float, list]]:
+    """``josh rollout``: per task, the reward and every node's agent turns."""
+    result = CliRunner().invoke(app, ["rollout", "--out", str(out), *ROLLOUT, *backend])
+    assert result.exit_code == 0, result.output
+    return searched(out)
 
-    served = rollout(tmp_path / "srv", "--backend", "openai", "--model", smollm2_server.model,
-                     "--base-url", smollm2_server.base_url, *PATIENT)  # fmt: skip
-    assert served == rollout(tmp_path / "hf", "--backend", "hf", "--model", "smollm2")
+
+@pytest.fixture(scope="module")
+def served_eval(smollm2_server, tmp_path_factory) -> dict:
+    """The uninterrupted evaluation through the server: compared with the hf backend's, and with a killed one's
+    rerun."""
+    return evaluate(tmp_path_factory.mktemp("eval") / "srv", *served(smollm2_server), tasks=EVAL_TASKS)
+
+
+@pytest.fixture(scope="module")
+def served_rollout(smollm2_server, tmp_path_factory) -> dict:
+    """The uninterrupted rollout through the server (see ``served_eval``)."""
+    return rollout(tmp_path_factory.mktemp("rollout") / "srv", *served(smollm2_server))
+
+
+def test_eval_through_the_server_matches_the_hf_backend(served_eval, tmp_path) -> None:
+    assert served_eval == evaluate(tmp_path / "hf", "--backend", "hf", "--model", "smollm2", tasks=EVAL_TASKS)
+
+
+def test_rollout_through_the_server_matches_the_hf_backend(served_rollout, tmp_path) -> None:
+    assert served_rollout == rollout(tmp_path / "hf", "--backend", "hf", "--model", "smollm2")
 
 
 def tree_turns(tree: dict) -> list:
@@ -160,36 +197,24 @@ def test_native_tool_calls_round_trip_through_the_server(adapter, merged, tmp_pa
         local.close()
 
 
-def test_a_server_killed_mid_evaluation_stops_the_run_and_nothing_after_counts_as_done(tmp_path) -> None:
-    """``josh serve``'s server killed once the first conversation is written: ``josh eval`` exits non-zero within
-    seconds naming the backend, and every record written after the kill is failed (redone on rerun)."""
-    import time
-
-    from tests.fakes.process import start_josh
-
-    server = start(served_folder("smollm2"), tmp_path / "server.log")
-    out = tmp_path / "run"
-    fast = ["--llm-option", "max_retries=1", "--llm-option", "backoff_s=0.05", "--llm-option", "timeout_s=120"]
-    args = ["eval", "--out", str(out), *AGENT, *GREEDY, "--limit", "6", "--max-turns", "2", "--concurrency", "2"]
-    child = start_josh([*args, "--backend", "openai", "--model", server.model, "--base-url", server.base_url, *fast])
-    results = out / "results.jsonl"
-    try:
-        deadline = time.monotonic() + 600
-        while not (results.is_file() and results.read_text().strip()) and child.poll() is None:
-            assert time.monotonic() < deadline, "no conversation finished within 10 minutes"
-            time.sleep(0.2)
-        written_before = len(results.read_text().splitlines())
-        server.process.kill()
-        killed = time.monotonic()
-        output, _ = child.communicate(timeout=120)
-        stopped_s = time.monotonic() - killed
-    finally:
-        server.stop()
-        if child.poll() is None:
-            child.kill()
-    print(f"josh serve killed -> josh eval stopped in {stopped_s:.2f} s (process exit included)")
-    assert child.returncode not in (0, None), output
-    assert f"{server.base_url} is down" in output and "Traceback" not in output
-    rows = [json.loads(line) for line in results.read_text().splitlines()]
-    assert all(row["failed"] for row in rows[written_before:])
-    assert stopped_s < 30
+def test_a_server_killed_mid_evaluation_and_mid_search_stops_both_and_reruns_complete_them(
+    smollm2_server, served_eval, served_rollout, tmp_path
+) -> None:
+    """``josh serve`` killed under ``josh eval`` (one conversation written) and ``josh rollout`` (its tree half
+    searched), with the backend's default retries and failure policy: both stop non-zero within seconds naming the
+    server, nothing written after the kill counts as done; the server restarted, the same commands rerun to exactly
+    the uninterrupted runs (``served_eval``, ``served_rollout``). The two runs share one kill and one restart (about
+    12 s of model load); the module's server serves the later tests restarted."""
+    evaluation = ["eval", "--out", str(tmp_path / "eval"), *AGENT, *GREEDY, "--limit", str(EVAL_TASKS)]
+    evaluation += ["--max-turns", "2", "--concurrency", "1", *served(smollm2_server)]
+    search = ["rollout", "--out", str(tmp_path / "rollout"), *ROLLOUT, *served(smollm2_server)]
+    stopped = kill_mid_runs(smollm2_server, evaluation, search)
+    for name, run in stopped.items():
+        print(f"josh serve killed -> josh {name} stopped in {run.stopped_s:.2f} s (process exit included)")
+    check_stopped(stopped["eval"], smollm2_server.base_url, tmp_path / "eval" / "results.jsonl", EVAL_TASKS)
+    check_stopped(stopped["rollout"], smollm2_server.base_url, tmp_path / "rollout" / "trees.jsonl", 1)
+    restart(smollm2_server)
+    rerun(evaluation)
+    rerun(search)
+    assert conversations(tmp_path / "eval") == served_eval
+    assert searched(tmp_path / "rollout") == served_rollout

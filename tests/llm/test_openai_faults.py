@@ -61,6 +61,29 @@ async def test_a_fault_past_the_retries_is_an_llm_error_naming_the_fault():
     assert llm.usage.errors == 1
 
 
+async def test_after_a_request_gives_up_one_attempt_decides_until_the_server_answers_again():
+    """A server that did not answer through a whole round of retries is taken as gone: the next request is not
+    retried (a dead server stops a run after one round, not one per request); rate limits are still retried, and
+    once an attempt is answered, retries resume."""
+    schedule = ("500",) * 3 + ("cut",) + ("429", "ok") + ("500", "ok")
+    server = FaultServer(api_key=KEY, schedule=schedule, rate=0.0)
+    llm = OpenAILLM("m", base_url=server.url, api_key=KEY, max_retries=2, **FAST)
+    try:
+        with pytest.raises(LLMError, match="gave up after 3 attempts: InternalServerError"):
+            await llm.chat([user("hi")])
+        with pytest.raises(LLMError, match=r"gave up after 1 attempts \(the request before it gave up: not retried\)"):
+            await llm.chat([user("hi")])
+        assert server.log == ["500"] * 3 + ["cut"]
+        for _ in range(2):
+            [completion] = await llm.chat([user("hi")])
+            assert completion.text == "How else can I help?"
+    finally:
+        await llm.aclose()
+        server.close()
+    assert server.log == list(schedule)
+    assert llm.usage.errors == 2 and llm.usage.streak == 0
+
+
 def agent_reply(body: dict) -> dict:
     """Search when the customer spoke, then answer in words once the tool result is in."""
     if body["messages"][-1]["role"] == "tool":
