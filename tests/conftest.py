@@ -49,6 +49,15 @@ def registries(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session")
+def tiny_smollm2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A saved two-layer model of SmolLM2's architecture with its tokenizer (``tests.training_launch.tiny_base``)."""
+    from tests.training_launch import tiny_base
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return tiny_base(tmp_path_factory.mktemp("tiny-smollm2"))
+
+
+@pytest.fixture(scope="session")
 def paper_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The authors' josh-train 0.1.4 wheel (their JOSH rollouts and ToolWOZ data), fetched once per session from the
     package index by josh's own ``paper_wheel`` (sha256 checked) into a fresh cache; ``$JOSH_PAPER_WHEEL`` names an

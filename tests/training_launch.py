@@ -25,6 +25,25 @@ SETTINGS = [
 ]
 
 
+def tiny_base(folder: Path) -> Path:
+    """SmolLM2's tokenizer and chat template over a two-layer model of its architecture, randomly initialised and
+    saved: the base the multi-process launches train. What they test is the launch (processes, gradients averaged,
+    shards written, one adapter out, resume), which the 135M weights only make minutes slower."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from josh.llm.models import resolve_model
+
+    path = resolve_model("smollm2")
+    config = AutoConfig.from_pretrained(path)
+    config.update({"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2,
+                   "num_key_value_heads": 1, "head_dim": 32})  # fmt: skip
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(path).save_pretrained(folder)
+    return folder
+
+
 def launch(
     launcher: list[str], data: Path, out: Path, *settings: str, method: str = "sft"
 ) -> subprocess.CompletedProcess:

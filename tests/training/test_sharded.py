@@ -73,19 +73,22 @@ SHARDINGS = [pytest.param(FSDP, id="fsdp"), pytest.param(ZERO3, id="zero3", mark
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sharding", SHARDINGS)
-def test_sft_on_two_cpu_processes_learns_what_one_process_learns(sharding: Sharding, tmp_path: Path) -> None:
+def test_sft_on_two_cpu_processes_learns_what_one_process_learns(
+    sharding: Sharding, tiny_smollm2: Path, tmp_path: Path
+) -> None:
     from safetensors.torch import load_file
 
     rows = four_sft_rows(tmp_path / "sft.jsonl")
     run = tmp_path / "sharded"
-    done = launch(sharding.launcher(*sharding.sft_launch), rows, run, *SETTINGS, "optim.per_device_batch_size=1")
+    base = f"model.name={tiny_smollm2}"
+    done = launch(sharding.launcher(*sharding.sft_launch), rows, run, *SETTINGS, base, "optim.per_device_batch_size=1")
     metrics = finished_run(done, run, steps=2)
     assert metrics["trainer_metrics"]["epoch"] == 1.0, "2 steps x 2 processes x 1 row: every row once"
     assert sharding.shares(run, 2) == list(sharding.expected)
     if sharding.checkpoint_has_adapter is not None:
         assert (run / "checkpoint-2" / "adapter_model.safetensors").exists() == sharding.checkpoint_has_adapter
 
-    assert_same_as_one_process(run, one_process_run(rows, tmp_path))
+    assert_same_as_one_process(run, one_process_run(rows, tmp_path, base))
     adapter = load_file(run / "adapter_model.safetensors")
     assert learned_update(adapter) > 0
     loads_for_inference(run, adapter)
@@ -93,12 +96,12 @@ def test_sft_on_two_cpu_processes_learns_what_one_process_learns(sharding: Shard
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sharding", SHARDINGS)
-def test_kto_step_with_the_shipped_config(sharding: Sharding, tmp_path: Path) -> None:
+def test_kto_step_with_the_shipped_config(sharding: Sharding, tiny_smollm2: Path, tmp_path: Path) -> None:
     from safetensors.torch import load_file
 
     rows = four_kto_rows(tmp_path / "kto.jsonl")
     run = tmp_path / "kto"
-    done = launch(sharding.launcher(), rows, run, "max_length=256", "optim.max_steps=1",
+    done = launch(sharding.launcher(), rows, run, f"model.name={tiny_smollm2}", "max_length=256", "optim.max_steps=1",
                   "optim.gradient_checkpointing=false", method="kto")  # fmt: skip
     metrics = finished_run(done, run, steps=1)
     assert metrics["rows"] == 4 and metrics["trainer_metrics"]["epoch"] == 1.0, "one batch of 2 on each process"
