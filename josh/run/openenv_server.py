@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import random
 import threading
 from collections.abc import Coroutine, Mapping
@@ -65,6 +66,7 @@ class JoshObservation(Observation):
     content: str = ""
     tool_name: str | None = None
     error: str | None = Field(None, description="the tool call's error category (josh.types.ErrorCategory)")
+    data: Any = Field(None, description="the tool's structured result, where it has one (ToolWOZ: the row found)")
     task_id: str = ""
     goal_reward: float = Field(0.0, description="the share of the task's goals completed so far")
     completed_goals: list[int] = Field(default_factory=list)
@@ -206,7 +208,8 @@ class JoshEnvironment(Environment[JoshAction, JoshObservation, JoshState]):
         return list(self.served.env.splits)
 
     def list_tasks(self, split: str) -> list[dict[str, Any]]:
-        return [{"id": t.id, "index": i} for i, t in enumerate(self.served.tasks(split))]
+        """The split's task records, goals included (josh's ``--env openenv:URL`` reads them)."""
+        return [t.model_dump(mode="json") for t in self.served.tasks(split)]
 
     def num_tasks(self, split: str) -> int:
         return len(self.served.tasks(split))
@@ -215,7 +218,7 @@ class JoshEnvironment(Environment[JoshAction, JoshObservation, JoshState]):
         tasks = self.served.tasks(split)
         if not 0 <= index < len(tasks):
             raise IndexError(f"task index {index} out of range: {split} has {len(tasks)} tasks")
-        return {"id": tasks[index].id, "index": index}
+        return tasks[index].model_dump(mode="json")
 
     def _open_episode(self) -> Episode:
         if self.episode is None:
@@ -233,7 +236,7 @@ class JoshEnvironment(Environment[JoshAction, JoshObservation, JoshState]):
             self._finish(episode, "terminated")
         return self._observe(
             episode, "tool", result.content, state.goal_reward - before, tool_name=call.name,
-            error=result.error.value if result.error else None,
+            error=result.error.value if result.error else None, data=_jsonable(result.data),
         )  # fmt: skip
 
     def _user_answers(self, episode: Episode) -> JoshObservation:
@@ -265,6 +268,10 @@ class JoshEnvironment(Environment[JoshAction, JoshObservation, JoshState]):
 
     def _mcp_call(self, name: str, arguments: dict[str, Any]) -> str:
         return self.step(JoshAction(tool_name=name, arguments=arguments)).content
+
+
+def _jsonable(data: Any) -> Any:
+    return None if data is None else json.loads(json.dumps(data, default=str))
 
 
 def _tool_server(tools: list[dict[str, Any]], call: Any) -> FastMCP:
