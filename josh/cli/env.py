@@ -35,15 +35,19 @@ def serve(
     try:
         import uvicorn
 
-        from josh.run.openenv_server import serve_app  # deferred: imports OpenEnv, FastMCP and the environment
+        from josh.run.openenv_server import (  # deferred: imports OpenEnv, FastMCP and the environment
+            build_served,
+            serve_app,
+        )
     except ImportError as exc:
         raise RuntimeError(f"{INSTALL_HINT} ({exc})") from None
 
-    app = serve_app(
+    served = build_served(
         name, data, env_options=key_values(env_option, "--env-option", "judge=hf:smollm2"), user_kind=user,
         user_options=key_values(user_option, "--user-option", "seed=1"),
         user_llm=(user_backend, user_model, user_base_url) if user_model else None,
-        max_turns=max_turns, max_sessions=max_sessions,
+        max_turns=max_turns,
     )  # fmt: skip
+    app = serve_app(served, max_sessions=max_sessions)
     typer.echo(f"serving {name} as an OpenEnv environment on http://{host}:{port} (Ctrl-C stops)")
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -305,7 +305,7 @@ def default_user(env: str) -> str:
     raise ValueError(f"josh has no rule-based user for {env!r}: name one with --user (an LLM user takes --user-model)")
 
 
-def serve_app(
+def build_served(
     name: str,
     data: str = "mini",
     *,
@@ -314,10 +314,9 @@ def serve_app(
     user_options: Mapping[str, Any] | None = None,
     user_llm: tuple[str, str, str | None] | None = None,
     max_turns: int = 15,
-    max_sessions: int = 16,
-) -> FastAPI:
-    """OpenEnv's app for the environment ``name`` over ``data`` with its user simulator (``user_kind``, by default
-    the rule-based user made for it; an LLM user takes ``user_llm``: backend, model, base URL)."""
+) -> Served:
+    """The environment ``name`` over ``data`` with its user simulator (``user_kind``, by default the rule-based user
+    made for it; an LLM user takes ``user_llm``: backend, model, base URL)."""
     kind = user_kind or default_user(name)
     entry = USERS.check(kind, env=name, options=user_options)
     llm = None
@@ -327,8 +326,12 @@ def serve_app(
         llm = next(iter(build_llms(check_llms({user_llm: {}})).values()))
     env = build_env(name, data, env_options)
     user_sim = make_user(kind, llm, user_tools=env.user_tools or None, **dict(user_options or {}))
-    served = Served(name, env, user_sim, max_turns)
+    return Served(name, env, user_sim, max_turns)
+
+
+def serve_app(served: Served, *, max_sessions: int = 16) -> FastAPI:
+    """OpenEnv's app (HTTP, WebSocket, MCP, task API) serving ``served``, one environment per session."""
     return create_app(
-        functools.partial(JoshEnvironment, served), JoshAction, JoshObservation, env_name=name,
+        functools.partial(JoshEnvironment, served), JoshAction, JoshObservation, env_name=served.name,
         max_concurrent_envs=max_sessions, state_cls=JoshState,
     )  # fmt: skip
