@@ -109,3 +109,22 @@ def test_tools_are_listed_over_mcp_with_the_environments_schemas(toolwoz_url):
     tools = requests.post(f"{toolwoz_url}/mcp", json=rpc, timeout=10).json()["result"]["tools"]
     env_tools = {t["function"]["name"]: t["function"]["parameters"] for t in build_env("toolwoz", "mini").tools}
     assert {t["name"]: t["inputSchema"] for t in tools} == env_tools
+
+
+@pytest.mark.parametrize("name", ["retail", "airline"])
+def test_a_tau_bench_episode_with_its_scripted_customer_inside(name, shared_data):
+    """In process (the same ``JoshEnvironment`` the server holds per session): τ-bench over the real data."""
+    from josh.run.openenv_server import JoshAction, JoshEnvironment, build_served
+
+    served = build_served(name, str(shared_data / "taubench" / name), max_turns=1)
+    episode = JoshEnvironment(served)
+    opening = episode.reset(index=0)
+    assert opening.content and opening.task["env"] == name and not opening.done
+    missing = episode.step(JoshAction(tool_name="get_user_details", arguments={"user_id": "nobody"}))
+    assert missing.role == "tool" and missing.error and missing.reward == 0.0
+    last = episode.step(JoshAction(message="Could you tell me your user id?"))
+    assert (
+        last.done
+        and last.end_reason in ("max_turns", "user_done")
+        and last.reward == served.env.reward(episode.episode.state, episode.episode.history)
+    )
