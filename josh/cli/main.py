@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from josh.cli.check_env import CheckEnvCommand, check_env
+from josh.cli.env import env_app
 from josh.cli.export import export_app
 from josh.cli.judging import JUDGE_GRAMMAR_HELP, JUDGE_HELP, JUDGE_OPTION_HELP, arena, judge, judge_after_eval
 from josh.cli.judging import judge_spec as judge_spec_of
@@ -443,6 +444,7 @@ app.command()(judge)
 app.command()(arena)
 app.command("check-env", cls=CheckEnvCommand)(check_env)
 app.add_typer(export_app, name="export")
+app.add_typer(env_app, name="env")
 
 
 def _register_serve() -> None:

@@ -36,6 +36,10 @@ def build_env(name: str, data: str, options: Mapping[str, Any] | None = None) ->
     raises ``ValueError``."""
     from josh.core.env import missing_members  # deferred with the environment's own modules
 
+    if name.startswith("openenv:"):  # an OpenEnv server (josh.envs.openenv); its data and tasks are its own
+        from josh.envs.openenv import RemoteEnv
+
+        return RemoteEnv(name, **dict(options or {}))
     env = ENVIRONMENTS.build(name, data, options=options)
     if missing := missing_members(env):
         raise TypeError(f"environment {name!r} lacks {', '.join(missing)}: subclass josh.envs.base.EnvBase")

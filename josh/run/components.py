@@ -18,6 +18,7 @@ from josh.agents import AGENTS, Agent, make_agent
 from josh.core.env import Env
 from josh.core.llm import LLM, Sampling, run_session
 from josh.envs import ENVIRONMENTS, build_env
+from josh.envs.openenv import is_remote, served_name
 from josh.llm.config import LLMConfig, LLMKey
 from josh.llm.factory import build_llm, check_buildable, llm_config
 from josh.llm.health import check_connections
@@ -76,7 +77,13 @@ class Components:
 
 def check_names(options: ComponentOptions) -> None:
     """Raise ``ValueError`` for an unknown environment, agent or user, an agent or user that does not run on the
-    environment, or an option it does not take (before anything is loaded)."""
+    environment, or an option it does not take (before anything is loaded). An OpenEnv server (``openenv:URL``) is
+    asked its name, which the agent is checked against; its own user answers, so ``--user`` stays rule-based."""
+    if is_remote(options.env):
+        AGENTS.check(options.agent, env=served_name(options.env), options=options.agent_options)
+        if USERS.get(options.user).needs_model:
+            raise ValueError(f"--env {options.env}: the server's own user answers; drop --user {options.user}")
+        return
     ENVIRONMENTS.check(options.env, options=options.env_options)
     AGENTS.check(options.agent, env=options.env, options=options.agent_options)
     USERS.check(options.user, env=options.env, options=options.user_options)

@@ -75,6 +75,17 @@ def _nameless(call: ToolCall) -> ToolResult:
     return ToolResult(content=f"Error: the tool call has no tool name: {call.arguments}", error=ErrorCategory.MALFORMED)
 
 
+class _ServerUser:
+    """The user inside the environment, as a user simulator: the state asks the server (``user_says``)."""
+
+    def __init__(self, state: ConversationState) -> None:
+        self.state = state
+
+    async def reply(self, task: Task, transcript: list[Message]) -> UserTurn:
+        text, done = self.state.user_says(transcript)  # type: ignore[attr-defined]
+        return UserTurn(text=text, done=done)
+
+
 def _with_spent(turn: UserTurn, steps: list[UserTurn]) -> UserTurn:
     return turn.model_copy(
         update={
@@ -95,7 +106,10 @@ async def user_turn(
     max_steps: int = MAX_USER_STEPS,
 ) -> UserAnswer:
     """Ask the user to answer ``transcript``, running its own calls on ``state`` step by step (see the module
-    docstring); never raises for a failing simulator or a bad call."""
+    docstring); never raises for a failing simulator or a bad call. A state whose environment holds the user (an
+    OpenEnv server: ``josh.envs.openenv``) answers for it instead of ``user_sim``."""
+    if hasattr(state, "user_says"):
+        user_sim = _ServerUser(state)
     added: list[Message] = []
     steps: list[UserTurn] = []
     tool_errors: list[ErrorCategory] = []

@@ -1,0 +1,41 @@
+"""``served_env``: ``josh env serve`` of this checkout as a child process on a free port, stopped on exit."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+
+import requests
+
+from josh.cli.serve import free_port
+from tests.fakes.process import start_josh
+
+
+@contextlib.contextmanager
+def served_env(name: str, *args: str, timeout: float = 120.0) -> Iterator[str]:
+    """Serve environment ``name`` (extra ``josh env serve`` arguments ``args``); yields its URL once /health answers."""
+    port = free_port()
+    proc = start_josh(["env", "serve", name, "--port", str(port), *args])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"josh env serve {name} exited: {proc.stdout.read() if proc.stdout else ''}")
+            with contextlib.suppress(requests.ConnectionError):
+                if requests.get(f"{url}/health", timeout=2).ok:
+                    break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"josh env serve {name} did not answer in {timeout:.0f} s")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
