@@ -1,5 +1,5 @@
 """``josh.run.trl_env``: a josh environment in the shape TRL's ``environment_factory`` takes, on real ToolWOZ with
-the agenda user (no model). The slow test runs the example: TRL's GRPOTrainer two steps with SmolLM2."""
+the agenda user (no model). The slow test runs the example: TRL's GRPOTrainer two steps."""
 
 from __future__ import annotations
 
@@ -74,14 +74,14 @@ def test_rows_hold_each_tasks_system_prompt_and_id(environment, toolwoz):
 
 
 @pytest.mark.slow
-def test_the_example_trains_two_grpo_steps_with_smollm2(tmp_path):
-    """SmolLM2 trained by TRL's GRPOTrainer for two steps over ToolWOZ. Expensive and kept so: each step runs the
-    forward and backward pass over two 1,800-token sequences (the system prompt and the eight tool schemas), about
-    4 CPU-minutes in all (10 minutes of wall time at load 8 on 2 cores)."""
+def test_the_example_trains_two_grpo_steps(tiny_smollm2, tmp_path):
+    """The example's two GRPO steps over ToolWOZ, on SmolLM2's tokenizer and template over a two-layer model of its
+    architecture (``tiny_smollm2``): what is tested is TRL's loop on the josh environment; with the 135M weights the
+    two 1,800-token sequences per step cost about 4 CPU-minutes (the example's own default)."""
     spec = importlib.util.spec_from_file_location("trl_grpo_example", EXAMPLE)
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
-    done = example.train(str(tmp_path), steps=2)
+    done = example.train(str(tmp_path), steps=2, model=str(tiny_smollm2))
     assert done["steps"] == 2
     rewards = [entry for entry in done["log"] if "rewards/ToolwozEnvironment/mean" in entry]
     assert len(rewards) == 2  # the environment's get_reward scored every step
