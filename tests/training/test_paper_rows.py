@@ -1,4 +1,6 @@
-"""``josh train sft`` / ``kto`` on a handful of the rows imported from the authors' JOSH rollouts (slow)."""
+"""``josh train sft`` / ``kto`` on a handful of the rows imported from the authors' JOSH rollouts (slow): the rows
+are what is tested, so the base is SmolLM2's tokenizer and template over a two-layer model of its architecture
+(``tiny_smollm2``)."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ def shortest(path: Path, n: int, label: bool | None = None) -> list[dict]:
 
 
 @pytest.mark.parametrize("method", ["sft", "kto"])
-def test_imported_rows_train_unchanged(method, imported, tmp_path) -> None:
+def test_imported_rows_train_unchanged(method, imported, tiny_smollm2, tmp_path) -> None:
     from josh.training.runner import train
 
     if method == "sft":
@@ -38,7 +40,10 @@ def test_imported_rows_train_unchanged(method, imported, tmp_path) -> None:
     else:
         rows = shortest(imported / "kto.jsonl", 2, True) + shortest(imported / "kto.jsonl", 2, False)
     data = write_jsonl(tmp_path / f"{method}.jsonl", rows)
-    recipe = load_recipe(ROOT / f"recipes/tiny-{method}.yaml", [*FAST, f"data={data}", f"output_dir={tmp_path}"])
+    recipe = load_recipe(
+        ROOT / f"recipes/tiny-{method}.yaml",
+        [*FAST, f"data={data}", f"output_dir={tmp_path}", f"model.name={tiny_smollm2}"],
+    )
     run_dir = train(recipe)
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["global_step"] == 1 and metrics["loss_curve"]
