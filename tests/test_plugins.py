@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,61 @@ def test_eval_rollout_and_check_env_run_the_plugin_by_name(echo_plugin: Path, tm
     assert result.exit_code == 0 and "fork isolation" in result.output, result.output
     bad = CliRunner().invoke(app, ["eval", "--env", "echo", "--agent", "replay", "--user", "agenda", "--out", "x"])
     assert bad.exit_code != 0 and "runs on toolwoz only, not on environment 'echo'" in bad.output
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_rollout_on_ray_actors_rebuild_the_plugin_by_name(echo_plugin: Path, tmp_path: Path, monkeypatch) -> None:
+    """Slow: starts a local Ray cluster (~8 s on 2 cores). The actors are fresh processes that only know the names:
+    each finds the plugin's entry points on its own path (the fixture's ``$PYTHONPATH``; a pip-installed plugin is
+    in the interpreter's site-packages) and builds env and user from them; the driver searches nothing."""
+    pytest.importorskip("ray")
+    from josh.search.distributed import ActorPool
+
+    hosts: list[str] = []
+    ready = ActorPool.wait_ready
+    monkeypatch.setattr(ActorPool, "wait_ready", lambda pool: hosts.extend(ready(pool)) or hosts)
+    out = tmp_path / "ray"
+    run = ["--env", "echo", "--agent", "replay", "--user", "echo_user", "--split", "train", "--beam", "2"]
+    ray = ["--ray", "local", "--actors", "2", "--cpus-per-actor", "0.5", "--concurrency", "1"]
+    result = CliRunner().invoke(app, ["rollout", *run, *ray, "--no-progress", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    trees = _rows(out / "trees.jsonl")
+    assert sorted(t["task_id"] for t in trees) == ["echo-train-0", "echo-train-1", "echo-train-2"]
+    assert [(t["error"], t["reward"], t["n_goals"]) for t in trees] == [(None, 1.0, 0)] * 3
+    assert {f["function"]["name"] for t in trees for f in t["tools"]} == {"shout", "submit"}
+    assert len(hosts) == 2 and str(os.getpid()) not in {h.split(":")[1] for h in hosts}  # built in the actors
+
+
+def test_a_loop_recipe_names_the_plugin(echo_plugin: Path, tmp_path: Path) -> None:
+    """``josh loop`` on the plugin's environment with its scripted user and the replay agent: baseline evaluation,
+    one round of rollouts and extraction. The only arm is KTO, which needs bad turns the replay agent never makes,
+    so nothing is trained (``setup.model`` and the arm's model name only have to agree; no model is loaded)."""
+    recipe = tmp_path / "echo.yaml"
+    recipe.write_text(
+        f"name: echo\noutput_dir: {tmp_path}\n"
+        "setup: {env: echo, agent: replay, user: echo_user, model: smollm2}\n"
+        "rollout: {split: train, search: {max_beam: 2, branching: 2, max_depth: 4}}\n"
+        "eval: {split: test, max_turns: 4}\n"
+        "kto: {method: kto, model: {name: smollm2}}\n"
+    )
+    result = CliRunner().invoke(app, ["loop", "-r", str(recipe), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "3 stage(s) ran" in result.output and "KTO needs good and bad turns" in result.output
+    run_dir = tmp_path / "echo"
+    evaluated = _rows(run_dir / "round-0" / "baseline" / "results.jsonl")
+    assert sorted((r["task_id"], r["reward"]) for r in evaluated) == [("echo-test-0", 1.0), ("echo-test-1", 1.0)]
+    trees = _rows(run_dir / "round-1" / "rollouts" / "trees.jsonl")
+    assert sorted(t["task_id"] for t in trees) == ["echo-train-0", "echo-train-1", "echo-train-2"]
+    sft = _rows(run_dir / "round-1" / "extract" / "sft.jsonl")
+    submitted = {
+        c["function"]["arguments"]["answer"] for row in sft for m in row["messages"] for c in m.get("tool_calls", [])
+    }
+    assert submitted == {"APPLE", "RIVER", "STONE"}  # the ideal paths through the plugin's train tasks
+    assert "| base |" in (run_dir / "report.md").read_text()
 
 
 def test_a_fresh_interpreter_finds_the_plugin_in_help(echo_plugin: Path) -> None:
