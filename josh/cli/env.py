@@ -1,5 +1,5 @@
 """``josh env``: josh's environments for other trainers; ``josh env serve NAME`` runs one as an OpenEnv server
-(``josh.run.openenv_server``; the ``josh[openenv]`` extra)."""
+(``josh.run.openenv_server``; the ``josh-agents[openenv]`` extra)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from josh.util.errors import reports_errors
 
 env_app = typer.Typer(help="josh's environments for other trainers (OpenEnv).", no_args_is_help=True)
 
-INSTALL_HINT = "josh env serve needs OpenEnv: pip install 'josh[openenv]'"
+INSTALL_HINT = "josh env serve needs OpenEnv: pip install 'josh-agents[openenv]'"
 
 
 @env_app.command("serve")

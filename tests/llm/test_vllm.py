@@ -162,7 +162,7 @@ def adapter(tmp_path, name="adapter", rank=8, base=None):
 
 def test_missing_vllm_says_how_to_install(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "vllm", None)
-    with pytest.raises(ImportError, match=r"pip install 'josh\[vllm\]' -c constraints-gpu.txt"):
+    with pytest.raises(ImportError, match=r"pip install 'josh-agents\[vllm\]' -c constraints-gpu.txt"):
         VLLMLLM(str(tmp_path))
     assert "make vllm-env" in INSTALL_HINT
 

@@ -80,7 +80,7 @@ class Sessions:
         return best
 
     def _connect(self) -> Any:
-        from openenv.core.generic_client import GenericEnvClient  # deferred: the josh[openenv] extra
+        from openenv.core.generic_client import GenericEnvClient  # deferred: the josh-agents[openenv] extra
 
         client = GenericEnvClient(base_url=self.url).sync()
         client.connect()

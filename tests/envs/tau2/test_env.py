@@ -100,7 +100,7 @@ def test_bad_input_is_one_clear_error(tau2_envs, monkeypatch: pytest.MonkeyPatch
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(metadata, "version", missing)
-    with pytest.raises(Tau2Error, match=r"pip install 'josh\[tau2\]'"):
+    with pytest.raises(Tau2Error, match=r"pip install 'josh-agents\[tau2\]'"):
         build_env("tau2-telecom", "default")
 
 
