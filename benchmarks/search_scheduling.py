@@ -27,7 +27,7 @@ from collections import defaultdict
 from typing import Any
 
 from josh.agents.base import AgentTurn, PromptFrame
-from josh.envs.base import ConversationState
+from josh.envs.base import ConversationState, EnvBase
 from josh.llm.base import LLM, Completion
 from josh.llm.scripted import ScriptedLLM
 from josh.search.algorithm import SearchConfig, search
@@ -116,7 +116,7 @@ def make_tasks(n: int) -> list[Task]:
     return [t for t in tasks if t.goals][:n]
 
 
-class PlainEnv:
+class PlainEnv(EnvBase):
     name, tools = "bench", []
 
     def reset(self, task: Task) -> ConversationState:
