@@ -110,7 +110,7 @@ def search_cause(env: ToolWOZEnv, task: Task, name: str, arguments: Any, recorde
     if plan is not None and plan.fail_only and is_subset(plan.fail_only, checked.args):
         return "a fail_info search: josh serves nothing (spec 5), the authors' filter was a no-op"
     if query.impossible:
-        return "a time josh cannot read (HH:MM:SS, 'before'): josh matches no row"
+        return "a time josh cannot read ('before', '0900-0930'; HH:MM:SS now reads as HH:MM): josh matches no row"
     goal = plan.searches[0] if plan is not None and plan.searches else None
     entity_rows = table.rows_with_key(plan.entity) if plan is not None and plan.entity else ()
     if not served and plan is not None and plan.entity and not entity_rows:
@@ -143,6 +143,17 @@ def search_cause(env: ToolWOZEnv, task: Task, name: str, arguments: Any, recorde
     return "adversarial serving: another matching row chosen"
 
 
+def repaired(task: Task, name: Any) -> str | None:
+    """The repair josh made to the call's domain of ``task`` (``details.repairs``), if any."""
+    domain = str(name).partition("_")[2]
+    return (task.details.get("repairs") or {}).get(domain)
+
+
+REPAIRED = (
+    "the task's {} entity was repaired (details.repairs): josh serves the repaired goal, the authors the original"
+)
+
+
 def call_type(name: Any, recorded: Any) -> str:
     return "invalid (authors' env rejected)" if isinstance(recorded, str) else str(name)
 
@@ -167,7 +178,12 @@ def replay_node(env: ToolWOZEnv, state: ConversationState, messages: list, tally
                 tally.agree[kind] += 1
                 continue
             if why.startswith("search:"):
-                why = f"{why} ({search_cause(env, task, name, arguments, recorded, _loads(served.content))})"
+                cause = search_cause(env, task, name, arguments, recorded, _loads(served.content))
+                if cause == "other" and repaired(task, name):
+                    cause = REPAIRED.format(str(name).partition("_")[2])
+                why = f"{why} ({cause})"
+            elif why.startswith("booking:") and repaired(task, name):
+                why = f"{why} ({REPAIRED.format(str(name).partition('_')[2])})"
             elif why.startswith("booking:") and any(not isinstance(v, str) for v in dict(arguments or {}).values()):
                 why = f"{why} (a number, not a string: josh normalises it, spec 2)"
             elif why.startswith("josh rejects"):
