@@ -3,7 +3,7 @@
 Replays one fixed, seeded mix of calls (goal-complete searches, under- and over-specified searches, bookings and a
 few invalid calls) over the real MultiWOZ DB, and prints calls/s for both, their ratio and the DB load time.
 
-    python benchmarks/env_calls.py [DB_FOLDER] [--calls N] [--seed S]
+    python benchmarks/env_calls.py [DB_FOLDER] [--calls N] [--seed S] [--tasks toolwoz:test]
 
 Needs pandas for the baseline (``pip install -e '.[dev]'``). Targets: >= 50,000 calls/s, >= 50x the baseline,
 all four DBs loaded in < 0.5 s.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -21,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from josh.envs.toolwoz.data import load_toolwoz
 from josh.envs.toolwoz.db import ToolWOZDB
 from josh.envs.toolwoz.env import ToolWOZEnv
 from josh.envs.toolwoz.schema import TOOLS
@@ -123,7 +125,16 @@ def main() -> None:
     parser.add_argument("--baseline-calls", type=int, default=500, help="calls replayed through the baseline")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=3, help="replays per side; the fastest counts")
+    parser.add_argument(
+        "--tasks", metavar="SOURCE:SPLIT", help="real tasks' goals (e.g. toolwoz:test, the paper's 450 test tasks) "
+        "instead of 200 drawn from DB rows; the source's own database is used",
+    )  # fmt: skip
     opts = parser.parse_args()
+    real: list[Task] = []
+    if opts.tasks:
+        source, _, split = opts.tasks.partition(":")
+        data = load_toolwoz(source)
+        opts.db, real = data.db_dir, data.splits[split or "test"]
     if not opts.db.is_dir():
         sys.exit(
             f"error: no MultiWOZ database at {opts.db}: pass the db folder of `josh data download toolwoz` "
@@ -138,7 +149,7 @@ def main() -> None:
         load_s = min(load_s, time.perf_counter() - wall)
     env = ToolWOZEnv(db)
     rng = random.Random(opts.seed)
-    tasks = make_tasks(db, rng, 200)
+    tasks = real or make_tasks(db, rng, 200)
     mix = [(env.reset(task), call) for task in tasks for call in make_calls(task, db, rng)]
     rng.shuffle(mix)
     ours = [mix[i % len(mix)] for i in range(opts.calls)]
@@ -148,6 +159,7 @@ def main() -> None:
     base_calls = ours[: opts.baseline_calls]
     base_wall, base_cpu = best_time(lambda _state, call: baseline.call(call), base_calls, opts.repeat)
 
+    print(f"tasks: {opts.tasks or '200 drawn from the DB rows'} ({len(tasks)}); load {os.getloadavg()[0]:.2f}")
     print(
         f"best of {opts.repeat} runs each; {len(ours):,} calls through ours, {len(base_calls):,} through the baseline"
     )
