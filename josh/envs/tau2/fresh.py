@@ -55,7 +55,9 @@ def db_hash(db: Any, pristine_db: Any) -> str:
     tables = []
     for name in sorted(type(db).model_fields):
         table, shared = getattr(db, name), getattr(pristine_db, name)
-        rows = ", ".join(_row(key, record, shared.get(key) is record) for key, record in sorted(dict.items(table), key=_key))
+        rows = ", ".join(
+            _row(key, record, shared.get(key) is record) for key, record in sorted(dict.items(table), key=_key)
+        )
         tables.append(f"{json.dumps(name)}: {{{rows}}}")
     return hashlib.sha256(f"{{{', '.join(tables)}}}".encode()).hexdigest()
 
