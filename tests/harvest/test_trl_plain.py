@@ -2,8 +2,8 @@
 trainers, as a TRL user's script would run them, with no josh training code.
 
 What is tested is the data, so the model is SmolLM2's tokenizer and chat template (which render the tool calls
-and the tools column) over a one-layer model of SmolLM2's architecture, randomly initialised (the 135M weights cost
-minutes on two cores and test nothing about the rows). Slow: each trainer builds its own tokenised dataset, and KTO
+and the tools column) over the session's two-layer model of SmolLM2's architecture (``tiny_smollm2``, random
+weights; the 135M weights cost minutes on two cores and test nothing about the rows). Slow: each trainer builds its own tokenised dataset, and KTO
 and DPO their reference model, then takes one optimiser step (max_length 256, batch 2, fp32).
 """
 
@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from josh.harvest.extract import extract
-from josh.llm.models import resolve_model
 from josh.search.algorithm import SearchConfig, search
 from tests.fakes.conversation import FakeEnv, TableAgent, TableUser, make_task
 
@@ -39,26 +38,13 @@ def rows(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def smollm2(monkeypatch_module):
-    """SmolLM2's tokenizer, and a one-layer model of its architecture (see the module docstring)."""
-    monkeypatch_module.setenv("HF_HUB_OFFLINE", "1")
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+def smollm2(tiny_smollm2: Path):
+    """SmolLM2's tokenizer, and the session's small model of its architecture (see the module docstring)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = resolve_model("smollm2")
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_smollm2)
     tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
-    config = AutoConfig.from_pretrained(path)
-    config.update({"num_hidden_layers": 1, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2,
-                   "num_key_value_heads": 1, "head_dim": 32})  # fmt: skip
-    torch.manual_seed(0)
-    return AutoModelForCausalLM.from_config(config), tokenizer
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    with pytest.MonkeyPatch.context() as patch:
-        yield patch
+    return AutoModelForCausalLM.from_pretrained(tiny_smollm2), tokenizer
 
 
 def one_step(config: type, out: Path, **extra: object) -> object:
