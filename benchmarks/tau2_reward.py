@@ -17,7 +17,7 @@ from typing import Any
 
 from josh.agents.replay import final_reply, gold_calls
 from josh.envs import build_env
-from josh.envs.tau2.trajectory import evaluate, to_trajectory, without_nl_assertions
+from josh.envs.tau2.trajectory import evaluate, simulation, to_trajectory, without_nl_assertions
 from josh.types import Message, assistant, tool_result, user
 
 
@@ -34,18 +34,9 @@ def gold_conversation(env: Any, task: Any) -> tuple[Any, list[Message]]:
 
 def tau2_own(domain: str, tau2_task: Any, trajectory: list[Any]) -> Any:
     """τ²'s ``evaluate_simulation`` with the domain's registered constructor (no josh in between)."""
-    from tau2.data_model.simulation import SimulationRun, TerminationReason
     from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
 
-    run = SimulationRun(
-        id="bench",
-        task_id=tau2_task.id,
-        start_time="",
-        end_time="",
-        duration=0.0,
-        termination_reason=TerminationReason.USER_STOP,
-        messages=trajectory,
-    )
+    run = simulation(tau2_task, trajectory)
     return evaluate_simulation(run, without_nl_assertions(tau2_task), EvaluationType.ALL, False, domain)
 
 

@@ -86,16 +86,11 @@ def to_trajectory(messages: Sequence[Message], calls: Sequence[tuple[str, Any, A
     return out
 
 
-def evaluate(
-    domain: str, tau2_task: Any, trajectory: list[Any], ended: str | None = None, judge: JudgeCall | None = None
-) -> Any:
-    """τ²'s ``evaluate_simulation(..., EvaluationType.ALL)`` on ``trajectory`` ended as josh's ``ended`` says (``None``:
-    by the user): its ``RewardInfo``; with ``judge``, ``ALL_WITH_NL_ASSERTIONS`` on a task that counts them."""
-    # deferred: tau2's evaluator imports litellm (~5 s); only scoring a conversation needs it
-    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
-
+def simulation(tau2_task: Any, trajectory: list[Any], ended: str | None = None) -> SimulationRun:
+    """``trajectory`` as τ²'s ``SimulationRun`` of ``tau2_task``, ended as josh's ``ended`` says (``None``: by the
+    user)."""
     now = datetime.now(timezone.utc).isoformat()
-    run = SimulationRun(
+    return SimulationRun(
         id=f"josh-{tau2_task.id}",
         task_id=tau2_task.id,
         start_time=now,
@@ -104,6 +99,17 @@ def evaluate(
         termination_reason=TERMINATION[ended or "user_done"],
         messages=trajectory,
     )
+
+
+def evaluate(
+    domain: str, tau2_task: Any, trajectory: list[Any], ended: str | None = None, judge: JudgeCall | None = None
+) -> Any:
+    """τ²'s ``evaluate_simulation(..., EvaluationType.ALL)`` on ``trajectory`` ended as josh's ``ended`` says (``None``:
+    by the user): its ``RewardInfo``; with ``judge``, ``ALL_WITH_NL_ASSERTIONS`` on a task that counts them."""
+    # deferred: tau2's evaluator imports litellm (~5 s); only scoring a conversation needs it
+    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
+
+    run = simulation(tau2_task, trajectory, ended)
     fresh = evaluation_domain(domain)  # τ²'s constructor over one pristine load (josh.envs.tau2.fresh)
     if judge is not None and counts_nl_assertions(tau2_task):
         return evaluate_judged(run, tau2_task, fresh, judge)
