@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export WANDB_MODE := offline
+# Python caches compiled modules (and pytest its rewritten tests) under __pycache__: each pytest worker, each child
+# process and each later make target would otherwise compile josh and the tests again (some machines set this).
+unexport PYTHONDONTWRITEBYTECODE
 
 VLLM_VENV := .venv-vllm
 VLLM_BIN := $(VLLM_VENV)/bin
