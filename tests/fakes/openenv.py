@@ -1,12 +1,15 @@
-"""``served_env``: ``josh env serve`` of this checkout as a child process on a free port, stopped on exit."""
+"""``served_env``: ``josh env serve`` of this checkout as a child process on a free port, stopped on exit;
+``served_app``: an OpenEnv app on a thread of the test process."""
 
 from __future__ import annotations
 
 import contextlib
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import requests
 
@@ -39,3 +42,24 @@ def served_env(name: str, *args: str, timeout: float = 120.0) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextlib.contextmanager
+def served_app(app: Any) -> Iterator[str]:
+    """Serve an OpenEnv ``app`` with uvicorn on a thread of this process (no child process to start); yields its URL."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="openenv-test-server", daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the OpenEnv app did not start")
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

