@@ -4,7 +4,8 @@
 Each episode (``reset(seed=...)``) draws a target (3 or 5) from its seed and says so in the reset observation's
 metadata; ``add(n)`` adds to a running total; ``submit()`` ends the episode with reward 1.0 when the total is the
 target, else 0.0. ``add`` also pays 0.1 per call, so a conversation that ends before ``submit`` has step rewards.
-``add`` sleeps ``DELAY`` seconds (a slow server: the concurrency test sees conversations overlap).
+``add`` sleeps ``DELAY`` seconds and records when it ran in ``ADDS`` (a slow server: the concurrency test sees
+conversations overlap).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from openenv.core.env_server.types import Observation, State
 
 DELAY = 0.0
 STEP_REWARD = 0.1
+ADDS: list[tuple[float, float]] = []
+"""(start, end) of every ``add`` call, in ``time.monotonic`` seconds."""
 
 
 def target(seed: int | None) -> int:
@@ -40,7 +43,9 @@ class CounterEnvironment(MCPEnvironment):
         @mcp.tool
         def add(n: int) -> int:
             """Add n to the running total; returns the total."""
+            start = time.monotonic()
             time.sleep(DELAY)
+            ADDS.append((start, time.monotonic()))
             self.total += n
             return self.total
 

@@ -15,6 +15,7 @@ pytest.importorskip("openenv", reason="OpenEnv is not installed (the josh[openen
 from josh.cli.main import app  # noqa: E402
 from josh.envs.openenv import RemoteEnv  # noqa: E402
 from josh.types import ErrorCategory, ToolCall  # noqa: E402
+from tests.fakes import counter_env  # noqa: E402
 from tests.fakes.counter_env import STEP_REWARD, counter_app, target  # noqa: E402
 from tests.fakes.openenv import served_app  # noqa: E402
 
@@ -111,3 +112,15 @@ def test_a_bad_call_is_that_calls_error(url):
     wrong = env.call(state, ToolCall(name="add", arguments={"n": "two"}))
     assert wrong.error is ErrorCategory.TOOL_ERROR and "valid integer" in wrong.content
     assert env.call(state, ToolCall(name="add", arguments={"n": 2})).content == "2"  # the episode goes on
+
+
+def test_conversations_wait_on_the_server_at_the_same_time(url, tmp_path, monkeypatch):
+    """Each ``add`` takes 0.4 s on the server; two conversations' adds overlap in time (the server calls run off the
+    event loop), where run one after the other they could not."""
+    monkeypatch.setattr(counter_env, "DELAY", 0.4)
+    counter_env.ADDS.clear()
+    josh("eval", "--env", f"openenv:{url}", "--agent", "replay", "--agent-option", ADD_3_AND_SUBMIT,
+         "--limit", "2", "--out", str(tmp_path))  # fmt: skip
+    assert len(counter_env.ADDS) == 2 and len(rows(tmp_path / "results.jsonl")) == 2
+    (first_start, first_end), (second_start, second_end) = sorted(counter_env.ADDS)
+    assert second_start < first_end
