@@ -91,3 +91,19 @@ def counter_app() -> FastAPI:
     return create_app(
         CounterEnvironment, CallToolAction, CallToolObservation, env_name="counter", max_concurrent_envs=16
     )
+
+
+class ListedCounterEnvironment(CounterEnvironment):
+    """The same environment with OpenEnv's task API, listing task records of its own shape (not josh's)."""
+
+    def list_splits(self) -> list[str]:
+        return ["test"]
+
+    def list_tasks(self, split: str) -> list[dict[str, Any]]:
+        return [{"seed": 0, "question": "Make the total 5."}]
+
+
+def listed_counter_app() -> FastAPI:
+    return create_app(
+        ListedCounterEnvironment, CallToolAction, CallToolObservation, env_name="counter", max_concurrent_envs=2
+    )

@@ -77,7 +77,7 @@ def test_a_goal_call_earns_its_credit_and_the_last_turn_the_final_reward(client)
     miss = client.step({"tool_name": "search_restaurant", "arguments": {"area": "nowhere"}})
     assert miss.observation["role"] == "tool" and miss.reward == 0.0 and not miss.done
     goal = task.goals[0]
-    hit = client.step({"tool_name": goal.name, "arguments": goal.parameters})
+    hit = client.step({"type": "call_tool", "tool_name": goal.name, "arguments": goal.parameters})  # OpenEnv's MCP
     assert hit.reward == pytest.approx(1 / len(task.goals)) and hit.observation["completed_goals"] == [0]
     first = client.step({"message": "Anything else?"})
     assert first.observation["role"] == "user" and first.observation["content"] and not first.done
@@ -95,7 +95,12 @@ def test_bad_input_is_an_error_response_and_the_session_goes_on(client):
     with pytest.raises(RuntimeError, match="unknown task 'nope'"):
         client.reset(task_id="nope")
     client.reset(index=0)
-    for malformed in ({"tool": "x"}, {"tool_name": "x", "message": "y"}, {"arguments": {}}):
+    for malformed in (
+        {"tool": "x"},
+        {"tool_name": "x", "message": "y"},
+        {"arguments": {}},
+        {"type": "call_tool", "message": "y"},
+    ):
         with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
             client.step(malformed)
     unknown_tool = client.step({"tool_name": "no_such_tool", "arguments": {}})

@@ -21,6 +21,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, ClassVar
 
+from pydantic import ValidationError
+
 from josh.envs.base import ConversationState, EnvBase
 from josh.envs.openenv.server import call_action, get, name_of, opening_text, probe, tool_answer
 from josh.envs.openenv.sessions import Action, Sessions, Step
@@ -120,7 +122,14 @@ class RemoteEnv(EnvBase):
 
     def tasks(self, split: str) -> list[Task]:
         if self.server.splits is not None:
-            tasks = [Task.model_validate(t) for t in get(self.url, self.server.task_path, split=split)["tasks"]]
+            listed = get(self.url, self.server.task_path, split=split)["tasks"]
+            try:
+                tasks = [Task.model_validate(t) for t in listed]
+            except ValidationError as exc:
+                raise ValueError(
+                    f"the OpenEnv server {self.url} lists tasks josh cannot read (josh task records: id, env, goals, "
+                    f"...): {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}"
+                ) from None
         elif split not in self.splits:
             raise ValueError(f"unknown split {split!r} of the OpenEnv server {self.url}; choose test or train")
         else:

@@ -16,7 +16,7 @@ from josh.cli.main import app  # noqa: E402
 from josh.envs.openenv import RemoteEnv  # noqa: E402
 from josh.types import ErrorCategory, ToolCall  # noqa: E402
 from tests.fakes import counter_env  # noqa: E402
-from tests.fakes.counter_env import STEP_REWARD, counter_app, target  # noqa: E402
+from tests.fakes.counter_env import STEP_REWARD, counter_app, listed_counter_app, target  # noqa: E402
 from tests.fakes.openenv import served_app  # noqa: E402
 
 ADD_3_AND_SUBMIT = "calls=[{name: add, arguments: {n: 3}}, {name: submit, arguments: {}}]"
@@ -124,3 +124,11 @@ def test_conversations_wait_on_the_server_at_the_same_time(url, tmp_path, monkey
     assert len(counter_env.ADDS) == 2 and len(rows(tmp_path / "results.jsonl")) == 2
     (first_start, first_end), (second_start, second_end) = sorted(counter_env.ADDS)
     assert second_start < first_end
+
+
+def test_a_task_list_josh_cannot_read_is_one_line():
+    with served_app(listed_counter_app()) as url:
+        env = RemoteEnv(f"openenv:{url}")
+        assert env.server.splits == ("test",)
+        with pytest.raises(ValueError, match=r"lists tasks josh cannot read .*: Field required at \('id',\)"):
+            env.tasks("test")
