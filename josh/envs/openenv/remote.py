@@ -110,6 +110,8 @@ class RemoteEnv(EnvBase):
         self.name = self.server.name
         self.tools = self.server.tools
         self.splits = self.server.splits or ("test", "train")
+        if self.server.splits is None:
+            self.goal_tools = frozenset()  # episodes by seed have no goal calls: the diagnostics count no tool as one
         self.episodes, self.seeds = episodes, seeds
         self._tasks: dict[str, Task] = {}
         self.pool = Sessions(self.url, self._resets, sessions)

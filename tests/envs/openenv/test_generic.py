@@ -40,6 +40,7 @@ def rows(path: Path) -> list[dict]:
 def test_tools_over_mcp_and_tasks_as_episodes_by_seed(url):
     env = RemoteEnv(f"openenv:{url}", episodes=3)
     assert env.name == "counter" and not env.server.has_user and env.server.splits is None
+    assert env.outcome_reward and env.goal_tools == frozenset()
     tools = {t["function"]["name"]: t["function"]["parameters"] for t in env.tools}
     assert set(tools) == {"add", "submit"} and tools["add"]["properties"] == {"n": {"type": "integer"}}
     assert [t.id for t in env.tasks("test")] == ["seed-0", "seed-1", "seed-2"]
