@@ -72,9 +72,8 @@ class RemoteState(ConversationState):
         if not transcript:
             answer = self.remote.pool.opening(self.task.id)
             self._note(answer, ended_by_tool=False)
-            return (str(answer.get("content", "")) if self.remote.server.has_user else opening_text(answer)), bool(
-                answer["done"]
-            )
+            text = str(answer.get("content", "")) if self.remote.server.has_user else opening_text(answer)
+            return text, bool(answer["done"])
         if not self.remote.server.has_user:
             return "", True
         last = transcript[-1]  # the agent's words; a turn that ended without speaking says nothing

@@ -117,7 +117,7 @@ def opening_text(observation: dict[str, Any]) -> str:
         for key in OPENING_KEYS:
             if isinstance(place.get(key), str) and place[key]:
                 return place[key]
-    rest = {k: v for k, v in observation.items() if v not in (None, {}, [], "")}
+    rest = {k: v for k, v in observation.items() if k not in ("reward", "done") and v not in (None, {}, [], "")}
     return _text(rest) if rest else ""
 
 

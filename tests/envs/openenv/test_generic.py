@@ -133,3 +133,23 @@ def test_a_task_list_josh_cannot_read_is_one_line():
         assert env.server.splits == ("test",)
         with pytest.raises(ValueError, match=r"lists tasks josh cannot read .*: Field required at \('id',\)"):
             env.tasks("test")
+
+
+def test_openings_and_tool_answers_of_other_shapes():
+    """What other servers may answer: an opening in another field or none, a tool that reports its own error."""
+    from josh.envs.openenv.server import opening_text, tool_answer
+
+    assert opening_text({"question": "2+2?", "metadata": {"prompt": "ignored"}, "reward": 0.0}) == "2+2?"
+    assert opening_text({"board": [1, 2], "metadata": {}, "reward": 0.0, "done": False}) == '{"board": [1, 2]}'
+    assert opening_text({"metadata": {}, "reward": None, "done": False}) == ""
+    failed = {
+        "tool_name": "t",
+        "error": None,
+        "result": {"content": [{"type": "text", "text": "no"}], "is_error": True},
+    }
+    assert tool_answer(failed) == ("no", ErrorCategory.TOOL_ERROR, None)
+    structured = {"tool_name": "t", "error": None, "result": {"content": [], "data": {"a": 1}, "is_error": False}}
+    assert tool_answer(structured) == ('{"a": 1}', None, {"a": 1})
+    assert tool_answer({"role": "tool", "content": "ok", "error": "invalid_value"})[:2] == (
+        "ok", ErrorCategory.INVALID_VALUE,
+    )  # fmt: skip
