@@ -84,6 +84,8 @@ def test_cli_help_and_errors_come_from_the_entries(tmp_path) -> None:
     helps = {p.name: p.help for p in command.params}
     assert helps["user"] == f"user simulator: {USERS.describe()}" and helps["agent"] == f"agent: {AGENTS.describe()}"
     assert helps["user_options"].endswith(USERS.options_help()) and "(e.g. patience=5)" in helps["user_options"]
+    assert helps["env"].endswith("; or openenv:URL, an OpenEnv server")
+    assert helps["env_options"].endswith("; openenv:URL: sessions, episodes, seeds")
     args = ["eval", "--env", "retail", "--agent", "oracle", "--user", "retail_scripted", "--out", str(tmp_path)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and "the oracle agent runs on toolwoz only" in result.output

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from josh.agents.prompting import ToolListing, examples, render
 from josh.agents.protocol import AgentProtocol
 from josh.core.agent import AgentTurn, PromptFrame
-from josh.core.env import ConversationState, Env
+from josh.core.env import ConversationState, Env, call_tool
 from josh.core.llm import LLM, Completion, LLMError, Sampling
 from josh.core.parsing import ReadCall
 from josh.types import ErrorCategory, Message, Task, ToolResult, system
@@ -142,7 +142,7 @@ class PromptedAgent(AgentPrompt):
         while True:
             turn.prompt_tokens += completion.prompt_tokens
             turn.completion_tokens += completion.completion_tokens
-            if self._act(turn, completion):
+            if await self._act(turn, completion):
                 return turn
             if turn.llm_calls >= self.config.max_generations:
                 turn.errors.append(ErrorCategory.NO_REPLY)
@@ -158,14 +158,14 @@ class PromptedAgent(AgentPrompt):
                 return turn
             completion = more[0]
 
-    def _act(self, turn: AgentTurn, completion: Completion) -> bool:
+    async def _act(self, turn: AgentTurn, completion: Completion) -> bool:
         """Apply one generation to the turn; true when the turn is over (the agent spoke or the env ended it)."""
         parsed = self.protocol.parse(completion, max_calls=self.config.max_calls_per_generation)
         if parsed.repaired:
             turn.errors.append(ErrorCategory.UNSTORABLE)
         turn.messages.append(self.protocol.action_message(parsed))
         if parsed.calls:
-            results = [self._execute(turn.state, c) for c in parsed.calls]
+            results = [await self._execute(turn.state, c) for c in parsed.calls]
             turn.messages.extend(self.protocol.result_messages([c.call for c in parsed.calls], results))
             for result in results:
                 if result.error is not None:
@@ -179,12 +179,12 @@ class PromptedAgent(AgentPrompt):
         turn.messages.append(self.protocol.feedback(parsed.problem or "the output could not be used"))
         return False
 
-    def _execute(self, state: ConversationState, read: ReadCall) -> ToolResult:
+    async def _execute(self, state: ConversationState, read: ReadCall) -> ToolResult:
         """Run one call on the branch's state; malformed calls and tool crashes become error results."""
         if not read.ok:
             return ToolResult(content=f"ERROR: {read.problem}", error=read.error)
         try:
-            return self.env.call(state, read.call)
+            return await call_tool(self.env, state, read.call)
         except Exception as exc:  # an environment must not raise, but one bad call must not end the run either
             log.exception("environment raised on %s", read.call.name)
             return ToolResult(content=f"ERROR: the tool failed ({type(exc).__name__})", error=ErrorCategory.TOOL_ERROR)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from josh.agents import register_agent
 from josh.core.agent import AgentTurn, PromptFrame
-from josh.core.env import ConversationState, Env
+from josh.core.env import ConversationState, Env, call_tool
 from josh.registry import options_of
 from josh.types import Message, Task, ToolCall, assistant, tool_result
 
@@ -70,14 +70,14 @@ class ReplayAgent:
         return PromptFrame(tools=list(self.env.tools))
 
     async def turn(self, history: list[Message], state: ConversationState, *, n: int = 1) -> list[AgentTurn]:
-        return [self._turn(history, state) for _ in range(n)]
+        return [await self._turn(history, state) for _ in range(n)]
 
     def _script(self, task: Task) -> tuple[list[ToolCall], str]:
         if self.calls is None:
             return gold_calls(task), self.reply or final_reply(task)
         return self.calls, self.reply or DONE_REPLY
 
-    def _turn(self, history: list[Message], state: ConversationState) -> AgentTurn:
+    async def _turn(self, history: list[Message], state: ConversationState) -> AgentTurn:
         calls, reply = self._script(state.task)
         made = sum(len(m.tool_calls or ()) for m in history if m.role == "assistant")
         stop = len(calls) if self.calls_per_turn is None else made + self.calls_per_turn
@@ -86,7 +86,7 @@ class ReplayAgent:
         for call in calls[made:stop]:
             if branch.terminated:
                 break
-            result = self.env.call(branch, call)
+            result = await call_tool(self.env, branch, call)
             out.messages += [assistant(calls=[call]), tool_result(call.id, result.content)]
             out.completed_goals += list(result.completed_goals)
             if result.error is not None:

@@ -50,12 +50,22 @@ def _option_text(name: str) -> str:
     return f"{RunSpec.model_fields[name].description}, KEY=VALUE, repeatable (e.g. {EXAMPLES[name]})"
 
 
+def remote_options() -> list[str]:
+    """The options of an OpenEnv server as an environment (``--env openenv:URL``)."""
+    from josh.envs.openenv import RemoteEnv  # deferred: keeps josh --help light
+
+    return list(inspect.signature(RemoteEnv).parameters)[1:]
+
+
 def registry_help(name: str) -> str:
     """The full help of a run option that names registry entries or their options."""
     if name in OPTIONS:
-        return f"{_option_text(name)}; {registry(OPTIONS[name]).options_help()}"
+        remote = f"; openenv:URL: {', '.join(remote_options())}" if OPTIONS[name] == "env" else ""
+        return f"{_option_text(name)}; {registry(OPTIONS[name]).options_help()}{remote}"
     entries = registry(NAMED[name])
     names = ", ".join(entries.names()) if NAMED[name] == "backend" else entries.describe()
+    if name == "env":
+        names += "; or openenv:URL, an OpenEnv server"
     return f"{RunSpec.model_fields[name].description}: {names}"
 
 

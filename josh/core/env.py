@@ -113,6 +113,14 @@ OPTIONAL_MEMBERS += ("reward_notes", "judge_call", "user_call")
 ENV_MEMBERS = REQUIRED_MEMBERS + OPTIONAL_MEMBERS
 
 
+async def call_tool(env: Env, state: ConversationState, call: ToolCall) -> ToolResult:
+    """``env.call(state, call)`` from async code: awaited through the environment's ``call_async`` where it has one
+    (an environment whose calls block on I/O, e.g. an OpenEnv server, runs them off the event loop so other
+    conversations go on meanwhile)."""
+    call_async = getattr(env, "call_async", None)
+    return await call_async(state, call) if call_async is not None else env.call(state, call)
+
+
 def missing_members(env: object) -> list[str]:
     """The ``Env`` members ``env`` lacks (an environment that does not subclass ``EnvBase`` may lack optional ones)."""
     return [name for name in ENV_MEMBERS if not hasattr(env, name)]

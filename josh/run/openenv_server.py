@@ -3,12 +3,12 @@ HTTP/WebSocket app (``openenv.core.env_server``); the user simulator lives insid
 
 ``reset`` starts a task (``task_id``; else ``index`` in ``split``; else one drawn from ``split`` by ``seed``; else
 the split's first) and answers with the user's opening message. ``step`` takes one action, a tool call
-(``tool_name`` and ``arguments``) or a message to the user (``message``), and answers with the tool's result or the
-user's reply. A step's reward is its goal credit (the share of the task's goals it completed); the step that ends
-the episode (the user is done or failed, a tool ended it, ``max_turns`` messages) carries the final reward instead.
-The tools are listed, and callable, over MCP (a call there is a step without its reward). Bad input (an unknown task,
-a malformed action, a step after ``done``) raises inside ``reset`` or ``step``, which OpenEnv answers with an error
-response; the server goes on.
+(``tool_name`` and ``arguments``, also as OpenEnv's standard MCP ``call_tool`` action) or a message to the user
+(``message``), and answers with the tool's result or the user's reply. A step's reward is its goal credit (the
+share of the task's goals it completed); the step that ends the episode (the user is done or failed, a tool ended it,
+``max_turns`` messages) carries the final reward instead. The tools are listed, and callable, over MCP (a call there
+is a step without its reward). Bad input (an unknown task, a malformed action, a step after ``done``) raises inside
+``reset`` or ``step``, which OpenEnv answers with an error response; the server goes on.
 """
 
 from __future__ import annotations
@@ -42,15 +42,17 @@ T = TypeVar("T")
 
 
 class JoshAction(Action):
-    """One agent action: a tool call (``tool_name``, ``arguments``) or a message to the user (``message``)."""
+    """One agent action: a tool call (``tool_name``, ``arguments``; OpenEnv's standard MCP action, with ``type``
+    ``call_tool``, is one too) or a message to the user (``message``)."""
 
+    type: Literal["call_tool"] | None = Field(None, description="call_tool: OpenEnv's MCP tool call (optional)")
     tool_name: str | None = Field(None, description="the tool to call")
     arguments: dict[str, Any] = Field(default_factory=dict, description="the tool call's arguments")
     message: str | None = Field(None, description="what the agent says to the user")
 
     @model_validator(mode="after")
     def _one_kind(self) -> JoshAction:
-        if (self.tool_name is None) == (self.message is None):
+        if (self.tool_name is None) == (self.message is None) or self.type and self.tool_name is None:
             # a PydanticCustomError, not a ValueError: OpenEnv sends the validation errors as JSON, and a ValueError
             # object in them is not serializable
             raise PydanticCustomError(

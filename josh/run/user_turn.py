@@ -82,7 +82,8 @@ class _ServerUser:
         self.state = state
 
     async def reply(self, task: Task, transcript: list[Message]) -> UserTurn:
-        text, done = self.state.user_says(transcript)  # type: ignore[attr-defined]
+        says = getattr(self.state, "user_says_async", None)  # off the event loop where the state has it
+        text, done = await says(transcript) if says else self.state.user_says(transcript)  # type: ignore[attr-defined]
         return UserTurn(text=text, done=done)
 
 

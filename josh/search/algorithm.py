@@ -40,7 +40,7 @@ from josh.core.agent import Agent, AgentTurn
 from josh.core.env import ConversationState, Env
 from josh.core.user import UserSimulator
 from josh.run.diagnostics import classify, goal_tools_of
-from josh.run.step import agent_step
+from josh.run.step import AgentStep, agent_step
 from josh.run.user_turn import user_turn
 from josh.search.tree import Node, Tree, TreeStats, chain_messages, transcript_of
 from josh.types import Task, is_success
@@ -99,8 +99,8 @@ class _Search:
             leaves and (outcome or len(self.credited) < self.n_goals) and leaves[0].node.depth < self.config.max_depth
         ):
             k = self.config.branching if len(leaves) * self.config.branching <= self.config.max_beam else 1
-            expanded = await asyncio.gather(*(self._expand(leaf, k) for leaf in leaves))
-            children = [child for group in expanded for child in group]
+            steps = await asyncio.gather(*(self._sample(leaf, k) for leaf in leaves))
+            children = [child for leaf, step in zip(leaves, steps, strict=True) for child in self._grow(leaf, step)]
             leaves = [c for c in children if not c.node.ended] if outcome else self._credit(children)
             self.finished += [(c, "terminated") for c in children if outcome and c.node.ended]
             if outcome or len(self.credited) < self.n_goals:
@@ -126,10 +126,14 @@ class _Search:
         for node in self.tree_nodes[1:]:
             node.pruned = not (node.ideal or node.partial)
 
-    async def _expand(self, leaf: _Leaf, k: int) -> list[_Leaf]:
-        """Sample ``k`` agent turns from one leaf; a failed call leaves one dead child recording why."""
+    async def _sample(self, leaf: _Leaf, k: int) -> AgentStep:
+        """Sample ``k`` agent turns from one leaf."""
+        return await agent_step(self.agent, chain_messages(self._lineage(leaf.node)), leaf.state, k)
+
+    def _grow(self, leaf: _Leaf, step: AgentStep) -> list[_Leaf]:
+        """The children of one leaf, from its sampled turns; a failed call leaves one dead child recording why. Run
+        in leaf order once every leaf's turns are back, so node ids never depend on which finished first."""
         parent = leaf.node
-        step = await agent_step(self.agent, chain_messages(self._lineage(parent)), leaf.state, k)
         if step.failure:
             depth = parent.depth + 1
             self._new_node(parent=parent.id, depth=depth, dead=True, exception=step.failure, errors=step.errors)

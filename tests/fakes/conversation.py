@@ -169,13 +169,14 @@ def label(path: Path) -> str:
 class TableAgent:
     """``goals[path]``: goals the turn at ``path`` completes; ``raises``: parent paths whose call fails;
     ``ends``: paths whose turn terminates the environment; ``errors``: paths whose turn has tool errors;
-    ``system``: the system prompt of its frame."""
+    ``system``: the system prompt of its frame; ``slow``: parent paths whose turn takes 0.05 s longer."""
 
     goals: dict[Path, tuple[int, ...]] = field(default_factory=dict)
     raises: set[Path] = field(default_factory=set)
     ends: set[Path] = field(default_factory=set)
     errors: set[Path] = field(default_factory=set)
     delay: float = 0.0
+    slow: set[Path] = field(default_factory=set)
     system: str | None = "SYS"
     calls: list[tuple[Path, int]] = field(default_factory=list)
     in_flight: int = 0
@@ -190,7 +191,7 @@ class TableAgent:
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
         try:
-            await asyncio.sleep(self.delay)
+            await asyncio.sleep(self.delay + (0.05 if parent in self.slow else 0.0))
         finally:
             self.in_flight -= 1
         if parent in self.raises:

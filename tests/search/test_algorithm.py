@@ -163,6 +163,12 @@ async def test_leaves_run_concurrently() -> None:
     assert agent.peak == 8
 
 
+async def test_node_ids_follow_leaf_order_not_which_turn_came_back_first() -> None:
+    tree = await run(TableAgent(slow={(0,)}), max_depth=2)
+    assert [n.id for n in by_path(tree).values()] == list(range(7))
+    assert list(by_path(tree)) == ["", "0", "1", "0.0", "0.1", "1.0", "1.1"]
+
+
 async def test_opening_user_done_means_no_agent_turn() -> None:
     agent = TableAgent()
     tree = await run(agent, TableUser(done={()}))

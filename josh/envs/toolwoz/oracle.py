@@ -22,6 +22,7 @@ siblings of one ``turn`` call can then differ, and the same call always gives th
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
@@ -191,7 +192,10 @@ class OracleAgent:
         return PromptFrame(tools=list(self.env.tools))
 
     async def turn(self, history: list[Message], state: ConversationState, *, n: int = 1) -> list[AgentTurn]:
-        """``n`` turns of the same policy, each on its own fork of ``state``."""
+        """``n`` turns of the same policy, each on its own fork of ``state``; on a worker thread where the
+        environment's calls block on I/O (``call_async``: an OpenEnv server), so other conversations go on."""
+        if hasattr(self.env, "call_async"):
+            return [await asyncio.to_thread(self.play, history, state, sibling=k) for k in range(n)]
         return [self.play(history, state, sibling=k) for k in range(n)]
 
     def play(self, history: Sequence[Message], state: ConversationState, *, sibling: int = 0) -> AgentTurn:

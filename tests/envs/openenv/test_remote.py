@@ -1,5 +1,7 @@
 """``--env openenv:URL``: josh's evaluation and search on an OpenEnv server, checked against josh's own served
-ToolWOZ (mini set, agenda user inside): the same conversations and the same trees as in process (oracle agent)."""
+ToolWOZ (mini set, agenda user inside): the same conversations and the same trees as in process (oracle agent). The
+server is ``josh env serve``'s app on a thread of this process, one per module (``tests/run/test_openenv_server.py``
+runs the command itself)."""
 
 from __future__ import annotations
 
@@ -14,12 +16,14 @@ pytest.importorskip("openenv", reason="OpenEnv is not installed (the josh[openen
 from josh.cli.main import app  # noqa: E402
 from josh.envs.openenv import RemoteEnv  # noqa: E402
 from josh.types import ToolCall  # noqa: E402
-from tests.fakes.openenv import served_env  # noqa: E402
+from tests.fakes.openenv import served_app  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def url():
-    with served_env("toolwoz", "--max-turns", "30") as url:
+    from josh.run.openenv_server import build_served, serve_app
+
+    with served_app(serve_app(build_served("toolwoz", "mini", max_turns=30))) as url:
         yield url
 
 
