@@ -4,13 +4,12 @@
 Each episode (``reset(seed=...)``) draws a target (3 or 5) from its seed and says so in the reset observation's
 metadata; ``add(n)`` adds to a running total; ``submit()`` ends the episode with reward 1.0 when the total is the
 target, else 0.0. ``add`` also pays 0.1 per call, so a conversation that ends before ``submit`` has step rewards.
-``add`` sleeps ``DELAY`` seconds and records when it ran in ``ADDS`` (a slow server: the concurrency test sees
+``add`` sleeps ``counter_rules.DELAY`` seconds and records when it ran in ``counter_rules.ADDS`` (a slow server: the concurrency test sees
 conversations overlap).
 """
 
 from __future__ import annotations
 
-import random
 import time
 from typing import Any
 
@@ -21,15 +20,8 @@ from openenv.core.env_server.mcp_environment import MCPEnvironment
 from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
 from openenv.core.env_server.types import Observation, State
 
-DELAY = 0.0
-STEP_REWARD = 0.1
-ADDS: list[tuple[float, float]] = []
-"""(start, end) of every ``add`` call, in ``time.monotonic`` seconds."""
-
-
-def target(seed: int | None) -> int:
-    """The episode's target, from its seed."""
-    return random.Random(seed).choice([3, 5])
+from tests.fakes import counter_rules
+from tests.fakes.counter_rules import STEP_REWARD, target
 
 
 class CounterEnvironment(MCPEnvironment):
@@ -44,8 +36,8 @@ class CounterEnvironment(MCPEnvironment):
         def add(n: int) -> int:
             """Add n to the running total; returns the total."""
             start = time.monotonic()
-            time.sleep(DELAY)
-            ADDS.append((start, time.monotonic()))
+            time.sleep(counter_rules.DELAY)
+            counter_rules.ADDS.append((start, time.monotonic()))
             self.total += n
             return self.total
 

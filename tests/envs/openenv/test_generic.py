@@ -15,8 +15,8 @@ pytest.importorskip("openenv", reason="OpenEnv is not installed (the josh[openen
 from josh.cli.main import app  # noqa: E402
 from josh.envs.openenv import RemoteEnv  # noqa: E402
 from josh.types import ErrorCategory, ToolCall  # noqa: E402
-from tests.fakes import counter_env  # noqa: E402
-from tests.fakes.counter_env import STEP_REWARD, counter_app, listed_counter_app, target  # noqa: E402
+from tests.fakes import counter_rules  # noqa: E402
+from tests.fakes.counter_rules import STEP_REWARD, target  # noqa: E402
 from tests.fakes.openenv import served_app  # noqa: E402
 
 ADD_3_AND_SUBMIT = "calls=[{name: add, arguments: {n: 3}}, {name: submit, arguments: {}}]"
@@ -24,6 +24,8 @@ ADD_3_AND_SUBMIT = "calls=[{name: add, arguments: {n: 3}}, {name: submit, argume
 
 @pytest.fixture(scope="module")
 def url():
+    from tests.fakes.counter_env import counter_app  # OpenEnv's server stack, imported where it is served
+
     with served_app(counter_app()) as url:
         yield url
 
@@ -118,16 +120,18 @@ def test_a_bad_call_is_that_calls_error(url):
 def test_conversations_wait_on_the_server_at_the_same_time(url, tmp_path, monkeypatch):
     """Each ``add`` takes 0.4 s on the server; two conversations' adds overlap in time (the server calls run off the
     event loop), where run one after the other they could not."""
-    monkeypatch.setattr(counter_env, "DELAY", 0.4)
-    counter_env.ADDS.clear()
+    monkeypatch.setattr(counter_rules, "DELAY", 0.4)
+    counter_rules.ADDS.clear()
     josh("eval", "--env", f"openenv:{url}", "--agent", "replay", "--agent-option", ADD_3_AND_SUBMIT,
          "--limit", "2", "--out", str(tmp_path))  # fmt: skip
-    assert len(counter_env.ADDS) == 2 and len(rows(tmp_path / "results.jsonl")) == 2
-    (first_start, first_end), (second_start, second_end) = sorted(counter_env.ADDS)
+    assert len(counter_rules.ADDS) == 2 and len(rows(tmp_path / "results.jsonl")) == 2
+    (first_start, first_end), (second_start, second_end) = sorted(counter_rules.ADDS)
     assert second_start < first_end
 
 
 def test_a_task_list_josh_cannot_read_is_one_line():
+    from tests.fakes.counter_env import listed_counter_app
+
     with served_app(listed_counter_app()) as url:
         env = RemoteEnv(f"openenv:{url}")
         assert env.server.splits == ("test",)
