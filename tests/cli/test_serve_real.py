@@ -57,13 +57,6 @@ def start(folder: str, log: Path) -> ModelServer:
 
 
 @pytest.fixture(scope="module")
-def smollm2_server(tmp_path_factory) -> Iterator[ModelServer]:
-    server = start(served_folder("smollm2"), tmp_path_factory.mktemp("smol") / "server.log")
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def adapter(tmp_path_factory) -> Path:
     """A LoRA adapter overfit on one function-calling conversation: it answers its prompt with the tool call."""
     from josh.training.recipe import load_recipe
@@ -204,7 +197,8 @@ def test_a_server_killed_mid_evaluation_and_mid_search_stops_both_and_reruns_com
     searched), with the backend's default retries and failure policy: both stop non-zero within seconds naming the
     server, nothing written after the kill counts as done; the server restarted, the same commands rerun to exactly
     the uninterrupted runs (``served_eval``, ``served_rollout``). The two runs share one kill and one restart (about
-    12 s of model load); the module's server serves the later tests restarted."""
+    12 s of model load); the server, shared with test_judge_serve_real.py (``tests/cli/conftest.py``), serves the
+    later tests restarted. It stays the suite's most expensive ``josh serve`` test: a kill needs a restart."""
     evaluation = ["eval", "--out", str(tmp_path / "eval"), *AGENT, *GREEDY, "--limit", str(EVAL_TASKS)]
     evaluation += ["--max-turns", "2", "--concurrency", "1", *served(smollm2_server)]
     search = ["rollout", "--out", str(tmp_path / "rollout"), *ROLLOUT, *served(smollm2_server)]
