@@ -229,7 +229,7 @@ class ModelServer:
                 except openai.APIStatusError:  # an answer: listening (its /v1/models lists the hub cache only)
                     return
                 except (openai.APIConnectionError, openai.APITimeoutError):
-                    time.sleep(0.5)
+                    time.sleep(0.1)
         finally:
             client.close()
         raise TimeoutError(f"the server did not answer within {timeout_s:.0f} s{self._tail()}")

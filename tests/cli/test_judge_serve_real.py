@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from josh.cli.main import app
-from josh.cli.serve import ModelServer, served_folder
+from josh.cli.serve import ModelServer
 from josh.eval.evaluate import load_results
 from josh.eval.judge.runner import load_judgements, reply_turns
 
@@ -26,12 +26,10 @@ SCRIPTED = ["--agent", "oracle", "--user", "agenda", "--limit", "1", "--max-turn
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[ModelServer]:
+def server(smollm2_server: ModelServer) -> Iterator[ModelServer]:
+    """The SmolLM2 server ``tests/cli/conftest.py`` shares with ``test_serve_real.py``, reached without a proxy."""
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.lower() in ("http_proxy", "https_proxy", "all_proxy")}
-    log = tmp_path_factory.mktemp("judge-server") / "server.log"
-    started = ModelServer(served_folder("smollm2"), options=["--device", "cpu"], log=log).start()
-    yield started
-    started.stop()
+    yield smollm2_server
     os.environ.update(saved)
 
 

@@ -1,5 +1,9 @@
 """The openai backend against a real OpenAI-compatible server: ``transformers serve`` on loopback, serving SmolLM2
-and a trained adapter (merged), at greedy decoding, compared with the in-process ``hf`` backend (slow)."""
+and a trained adapter (merged), at greedy decoding, compared with the in-process ``hf`` backend (slow).
+
+A request costs seconds on CPU (a 1,400-token prompt of tools, then a token at a time): the runs generate 8 tokens a
+turn, enough to compare greedy text, and the uninterrupted runs serve both the comparison with ``hf`` and the one
+with the killed runs' reruns."""
 
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 ROOT = Path(__file__).resolve().parents[2]
-GREEDY = ["--temperature", "0", "--max-new-tokens", "16", "--no-progress", "--user", "agenda"]
+GREEDY = ["--temperature", "0", "--max-new-tokens", "8", "--no-progress", "--user", "agenda"]
 AGENT = ["--agent", "function_calling", "--agent-option", "examples=0"]
 # the server answers one request at a time; on a busy CPU a queued request may wait minutes
 PATIENT = ["--llm-option", "timeout_s=900", "--llm-option", "max_concurrency=2"]
@@ -54,13 +58,6 @@ def unbuffered_server_logs() -> Iterator[None]:
 
 def start(folder: str, log: Path) -> ModelServer:
     return ModelServer(folder, options=["--device", "cpu"], log=log).start()
-
-
-@pytest.fixture(scope="module")
-def smollm2_server(tmp_path_factory) -> Iterator[ModelServer]:
-    server = start(served_folder("smollm2"), tmp_path_factory.mktemp("smol") / "server.log")
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -204,7 +201,8 @@ def test_a_server_killed_mid_evaluation_and_mid_search_stops_both_and_reruns_com
     searched), with the backend's default retries and failure policy: both stop non-zero within seconds naming the
     server, nothing written after the kill counts as done; the server restarted, the same commands rerun to exactly
     the uninterrupted runs (``served_eval``, ``served_rollout``). The two runs share one kill and one restart (about
-    12 s of model load); the module's server serves the later tests restarted."""
+    12 s of model load); the server, shared with test_judge_serve_real.py (``tests/cli/conftest.py``), serves the
+    later tests restarted. It stays the suite's most expensive ``josh serve`` test: a kill needs a restart."""
     evaluation = ["eval", "--out", str(tmp_path / "eval"), *AGENT, *GREEDY, "--limit", str(EVAL_TASKS)]
     evaluation += ["--max-turns", "2", "--concurrency", "1", *served(smollm2_server)]
     search = ["rollout", "--out", str(tmp_path / "rollout"), *ROLLOUT, *served(smollm2_server)]
