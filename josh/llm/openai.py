@@ -21,9 +21,12 @@ import asyncio
 import json
 import os
 import random
+import ssl
 from collections import Counter
+from functools import cache
 from typing import Any
 
+import httpx
 import openai
 
 from josh.core.llm import Backend, Completion, LLMError, Sampling, Usage
@@ -252,7 +255,11 @@ class OpenAILLM(Backend):
         if self._loop is not loop or self._client is None or self._semaphore is None:
             self._loop = loop
             self._client = openai.AsyncOpenAI(
-                api_key=self._api_key, base_url=self.base_url, timeout=self.timeout_s, max_retries=0
+                api_key=self._api_key,
+                base_url=self.base_url,
+                timeout=self.timeout_s,
+                max_retries=0,
+                http_client=openai.DefaultAsyncHttpxClient(verify=_tls_context(), timeout=self.timeout_s),
             )
             self._semaphore = asyncio.Semaphore(self.max_concurrency)
         return self._client, self._semaphore
@@ -262,7 +269,13 @@ class OpenAILLM(Backend):
 
         Any other answer, even an error status from a server without that route, counts as reachable."""
         where = self.base_url or "the OpenAI API"
-        client = openai.OpenAI(api_key=self._api_key, base_url=self.base_url, timeout=timeout_s, max_retries=0)
+        client = openai.OpenAI(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=openai.DefaultHttpxClient(verify=_tls_context(), timeout=timeout_s),
+        )
         try:
             client.models.list()
         except (openai.APIConnectionError, openai.APITimeoutError) as error:
@@ -287,3 +300,10 @@ class OpenAILLM(Backend):
 def _reseeded(sampling: Sampling, index: int) -> Sampling:
     """Separate single-sample requests need distinct seeds, or a seeded server returns the same sample n times."""
     return sampling if sampling.seed is None else sampling.model_copy(update={"seed": sampling.seed + index})
+
+
+@cache
+def _tls_context() -> ssl.SSLContext:
+    """The process's TLS context for OpenAI clients, as httpx would build it (``SSL_CERT_FILE`` / ``SSL_CERT_DIR``
+    honoured, else certifi's store): built once, where each client would load the certificate store again (~60 ms)."""
+    return httpx.create_ssl_context(trust_env=True)
