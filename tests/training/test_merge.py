@@ -1,5 +1,4 @@
-"""Folding a LoRA adapter into its base (a model of SmolLM2's architecture): the merged full model computes what base +
-adapter computed."""
+"""Folding a LoRA adapter into SmolLM2: the merged full model computes what base + adapter computed."""
 
 from __future__ import annotations
 
@@ -9,16 +8,15 @@ import pytest
 
 
 @pytest.mark.slow
-def test_merged_model_matches_base_plus_adapter(tiny_smollm2: Path, tmp_path: Path) -> None:
-    """The arithmetic of the merge, on the two-layer ``tiny_smollm2`` (tests/loop/test_kto_smollm2.py merges the real
-    SmolLM2 adapter it trained and trains on the merged model)."""
+def test_merged_model_matches_base_plus_adapter(tmp_path: Path) -> None:
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from josh.llm.models import resolve_model
     from josh.training.merge import merge_adapter
 
-    base = str(tiny_smollm2)
+    base = resolve_model("smollm2")
     torch.manual_seed(0)
     model = get_peft_model(
         AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32),
