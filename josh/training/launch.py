@@ -13,6 +13,9 @@ process groups, so on CPU it would quietly train plain DDP: ``process_state`` bu
 DeepSpeed (``training/deepspeed_zero3.yaml``) accelerate finds no backend to name and counts one process while
 DeepSpeed's group holds them all: ``process_state`` names gloo, the backend DeepSpeed's CPU accelerator uses
 without oneCCL. In both cases the trainer keeps that state (``uses_configured_state``) instead of starting anew.
+DeepSpeed's CPU accelerator would also compile a shared-memory all-reduce op with g++ when its process group starts
+(40 to 90 s on 2 cores, again for every new Python environment); only DeepSpeed's inference all-reduce uses it, and
+training's collectives go through gloo, so a CPU launch marks the op unavailable and nothing is compiled.
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ def process_state() -> Any:
     from accelerate.utils import DistributedType
 
     check_cpu_launch()
+    if world_size() > 1 and os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true":
+        _no_deepspeed_shm_op()
     state = PartialState()
     if world_size() > 1 and state.backend is None:  # no GPU-type device: no backend, and a count of 1 process
         deepspeed = state.distributed_type == DistributedType.DEEPSPEED
@@ -65,6 +70,16 @@ def process_state() -> Any:
         if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true":
             _cpu_fsdp_state()
     return state
+
+
+def _no_deepspeed_shm_op() -> None:
+    """On DeepSpeed's CPU accelerator, mark its shared-memory all-reduce op unavailable before the process group
+    starts (see the module docstring): DeepSpeed then leaves it unbuilt and reduces through gloo."""
+    import deepspeed.ops
+    from deepspeed.accelerator import get_accelerator
+
+    if get_accelerator().device_name() == "cpu":
+        deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
 
 
 def _cpu_fsdp_state() -> None:

@@ -17,7 +17,8 @@ from josh.loop.stages.manifest import input_digest, read_manifest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# One search of depth 1 on 2 tasks, one training step per arm, evaluations of one turn: plumbing, not quality.
+# One search of depth 1 on 2 tasks, one training step of one row per arm (a step's cost is its tokens: one row is
+# half the demo's batch of two), evaluations of one turn: plumbing, not quality.
 TINY_SEARCH = [
     "rollout.tasks=2",
     "rollout.search.max_depth=1",
@@ -30,11 +31,14 @@ TINY_SEARCH = [
     "eval.sampling.max_new_tokens=24",
     "setup.agent_options.max_generations=2",
     "sft.optim.max_steps=1",
+    "sft.optim.per_device_batch_size=1",
 ]
 
 
 @pytest.mark.slow
 def test_real_loop_on_a_tiny_slice(tmp_path: Path) -> None:
+    """The whole loop on the real SmolLM2 (warm start, search, both arms, two seeds each, evaluations, report): it
+    stays the suite's costliest loop test because every stage loads and runs the 135M model at least once."""
     recipe = load_loop_recipe(
         ROOT / "recipes" / "demo-cpu.yaml",
         [

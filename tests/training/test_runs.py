@@ -34,8 +34,10 @@ def supervised_spans(labels: list[int]) -> list[list[int]]:
 
 
 @pytest.mark.parametrize("kind", ["react", "tools", "trl"])
-def test_only_assistant_tokens_carry_loss(kind, tmp_path):
-    """``trl``: the conversation as ``josh extract`` writes it (arguments as an object, tool results named)."""
+def test_only_assistant_tokens_carry_loss(kind, tiny_smollm2, tmp_path):
+    """``trl``: the conversation as ``josh extract`` writes it (arguments as an object, tool results named). The
+    labels are SmolLM2's tokenizer and template at work: the two-layer ``tiny_smollm2`` carries both, and the tests
+    below train the real 135M model."""
     from josh.harvest.trl_rows import trl_messages
     from josh.training.data import read_rows
     from josh.training.model import load_model, load_tokenizer
@@ -48,7 +50,7 @@ def test_only_assistant_tokens_carry_loss(kind, tmp_path):
         convo = trl_messages(Message.from_openai(m) for m in convo)
         assert isinstance(convo[2]["tool_calls"][0]["function"]["arguments"], dict) and convo[3]["name"]
     row = {"messages": convo, "tools": [FIND_TOOL] if kind != "react" else []}
-    recipe = recipe_for("tiny-sft", tmp_path, write_jsonl(tmp_path / "d.jsonl", [row]))
+    recipe = recipe_for("tiny-sft", tmp_path, write_jsonl(tmp_path / "d.jsonl", [row]), f"model.name={tiny_smollm2}")
     rows = read_rows(recipe.data, "sft")
     tokenizer = load_tokenizer(recipe, need_masks=True)
     trainer = build_trainer(recipe, rows, load_model(recipe), tokenizer, tmp_path / "run", [])

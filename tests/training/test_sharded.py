@@ -7,8 +7,8 @@ josh's loader serves.
   sharded state dict left the run folder without an adapter.
 - DeepSpeed ZeRO-3 (``training/deepspeed_zero3.yaml``): DeepSpeed's CPU accelerator joins the processes with gloo (no
   oneCCL needed) and each keeps its own partition of the weights and their optimizer state. DeepSpeed is an optional
-  extra: its cases run where it is installed (``pip install 'josh-agents[deepspeed]'``; with g++ there, its first launch
-  builds a small shared-memory op).
+  extra: its cases run where it is installed (``pip install 'josh-agents[deepspeed]'``). josh's CPU launch leaves
+  DeepSpeed's shared-memory all-reduce op (for inference only) uncompiled: no launch loads or builds an op.
 """
 
 from __future__ import annotations
@@ -69,26 +69,36 @@ ZERO3 = Sharding(
 )
 NO_DEEPSPEED = pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="needs josh-agents[deepspeed]")
 SHARDINGS = [pytest.param(FSDP, id="fsdp"), pytest.param(ZERO3, id="zero3", marks=NO_DEEPSPEED)]
+BUILT_OP = "built successfully"  # DeepSpeed's line for every op it compiled or loaded (the shm op: 40-90 s of g++)
+
+
+@pytest.fixture(scope="module")
+def one_process(tiny_smollm2: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The four SFT rows and the run one process trains on them: the reference both shardings compare with."""
+    folder = tmp_path_factory.mktemp("one-process")
+    rows = four_sft_rows(folder / "sft.jsonl")
+    return rows, one_process_run(rows, folder, f"model.name={tiny_smollm2}")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sharding", SHARDINGS)
 def test_sft_on_two_cpu_processes_learns_what_one_process_learns(
-    sharding: Sharding, tiny_smollm2: Path, tmp_path: Path
+    sharding: Sharding, tiny_smollm2: Path, one_process: tuple[Path, Path], tmp_path: Path
 ) -> None:
     from safetensors.torch import load_file
 
-    rows = four_sft_rows(tmp_path / "sft.jsonl")
+    rows, single = one_process
     run = tmp_path / "sharded"
     base = f"model.name={tiny_smollm2}"
     done = launch(sharding.launcher(*sharding.sft_launch), rows, run, *SETTINGS, base, "optim.per_device_batch_size=1")
     metrics = finished_run(done, run, steps=2)
+    assert BUILT_OP not in done.stdout + done.stderr
     assert metrics["trainer_metrics"]["epoch"] == 1.0, "2 steps x 2 processes x 1 row: every row once"
     assert sharding.shares(run, 2) == list(sharding.expected)
     if sharding.checkpoint_has_adapter is not None:
         assert (run / "checkpoint-2" / "adapter_model.safetensors").exists() == sharding.checkpoint_has_adapter
 
-    assert_same_as_one_process(run, one_process_run(rows, tmp_path, base))
+    assert_same_as_one_process(run, single)
     adapter = load_file(run / "adapter_model.safetensors")
     assert learned_update(adapter) > 0
     loads_for_inference(run, adapter)
@@ -104,6 +114,7 @@ def test_kto_step_with_the_shipped_config(sharding: Sharding, tiny_smollm2: Path
     done = launch(sharding.launcher(), rows, run, f"model.name={tiny_smollm2}", "max_length=256", "optim.max_steps=1",
                   "optim.gradient_checkpointing=false", method="kto")  # fmt: skip
     metrics = finished_run(done, run, steps=1)
+    assert BUILT_OP not in done.stdout + done.stderr
     assert metrics["rows"] == 4 and metrics["trainer_metrics"]["epoch"] == 1.0, "one batch of 2 on each process"
     assert sharding.shares(run, 1) == list(sharding.expected)
 

@@ -74,12 +74,14 @@ def test_tree_recipe_settings_are_checked(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_only_the_turns_assistant_tokens_carry_weighted_loss(tmp_path: Path) -> None:
+def test_only_the_turns_assistant_tokens_carry_weighted_loss(tiny_smollm2: Path, tmp_path: Path) -> None:
+    """The rows' labels and advantages: SmolLM2's tokenizer and template on the two-layer ``tiny_smollm2`` (the run
+    below trains the real 135M model)."""
     from josh.training.model import load_model, load_tokenizer
     from josh.training.tree import build_trainer
 
     data = write_jsonl(tmp_path / "tree.jsonl", tree_rows())
-    recipe = recipe_for(tmp_path, data)
+    recipe = recipe_for(tmp_path, data, f"model.name={tiny_smollm2}")
     tokenizer = load_tokenizer(recipe, need_masks=True)
     trainer = build_trainer(recipe, read_rows(data, "tree"), load_model(recipe), tokenizer, tmp_path / "run", [])
     batch = trainer.data_collator([trainer.train_dataset[0], trainer.train_dataset[1]])

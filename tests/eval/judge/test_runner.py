@@ -88,12 +88,14 @@ def test_the_judge_grammar_compiles_for_llguidance() -> None:
 
 @pytest.mark.slow
 def test_smollm2_judges_under_the_grammar_and_every_answer_parses(tmp_path: Path) -> None:
+    """One agent turn, so one reply to judge: SmolLM2 writes up to 400 grammar-constrained tokens per judgement, the
+    cost of this test (every reply judged is the scripted test's to check)."""
     out = tmp_path / "eval"
-    args = ["eval", "--agent", "oracle", "--user", "agenda", "--limit", "1", "--no-progress", "--out", str(out)]
-    assert CliRunner().invoke(app, args).exit_code == 0
+    args = ["eval", "--agent", "oracle", "--user", "agenda", "--limit", "1", "--max-turns", "1", "--no-progress"]
+    assert CliRunner().invoke(app, [*args, "--out", str(out)]).exit_code == 0
     result = CliRunner().invoke(app, ["judge", str(out), "--judge", "hf:smollm2"])
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "judge_summary.json").read_text())
-    assert summary["failed"] == 0 and summary["replies"] == sum(len(reply_turns(r)) for r in load_results(out))
+    assert summary["failed"] == 0 and summary["replies"] == sum(len(reply_turns(r)) for r in load_results(out)) >= 1
     assert set(summary["scores"]) == {"cohesion", "backend", "policy"}
     assert all(1 <= j.scores[n] <= 5 for j in load_judgements(out) for n in j.scores)
