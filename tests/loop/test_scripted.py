@@ -164,3 +164,28 @@ def test_loop_recipe_files_load_and_unknown_keys_are_named(tmp_path: Path) -> No
     )
     with pytest.raises(RecipeError, match="did you mean 'rounds'"):
         load_loop_recipe(root / "demo-cpu.yaml", ["round=2"])
+
+
+def test_a_plot_is_drawn_again_only_when_what_it_shows_changed(tmp_path: Path) -> None:
+    from josh.eval.metrics import summarize
+    from josh.loop.plots import plot_errors, plot_reward, plot_rounds
+    from josh.loop.report import ModelEntry
+
+    def model(label: str, round_: int, **summary: Any) -> ModelEntry:
+        summary_ = summarize([]).model_copy(update=summary)
+        return ModelEntry(label=label, arm=label, round=round_, folder="-", summary=summary_)
+
+    models = [model("warm start", 0), model("round 1 JOSH-SFT", 1)]
+    paths = [plot_reward(models, tmp_path / "r.png"), plot_errors(models, tmp_path / "e.png")]
+    paths.append(plot_rounds(models, "warm start", tmp_path / "n.png"))
+    for p in paths:
+        p.write_bytes(b"kept")  # a plot drawn again would replace these bytes
+    assert plot_reward(models, tmp_path / "r.png") == paths[0] and plot_errors(models, tmp_path / "e.png") == paths[1]
+    assert plot_rounds(models, "warm start", tmp_path / "n.png") == paths[2]
+    assert all(p.read_bytes() == b"kept" for p in paths)
+    changed = [models[0], model("round 1 JOSH-SFT", 1, conversations=3)]
+    plot_reward(changed, tmp_path / "r.png")
+    plot_rounds(models, "round 1 JOSH-SFT", tmp_path / "n.png")
+    (tmp_path / ".e.png.sha256").unlink()
+    plot_errors(models, tmp_path / "e.png")
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)  # new models, a new start, a lost stamp
