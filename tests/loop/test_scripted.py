@@ -4,6 +4,7 @@ real search, extraction, evaluation and report run, and an injected trainer stan
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,21 @@ def run(tmp_path: Path, trainer: StubTrainer, **changes: Any):
     return Loop(recipe(tmp_path, **changes), trainer=trainer, builder=builder, merger=merger, progress=False).run()
 
 
-def test_loop_runs_every_stage_and_reports(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, StubTrainer, Any]:
+    """The default recipe run once for the module: read as it is, or copied by the tests that change it."""
+    tmp_path = tmp_path_factory.mktemp("scripted")
     trainer = StubTrainer()
-    result = run(tmp_path, trainer)
+    return tmp_path, trainer, run(tmp_path, trainer)
+
+
+def copy_of(default_run: tuple[Path, StubTrainer, Any], tmp_path: Path) -> None:
+    """The default run's folder copied into ``tmp_path``, as if it had run there."""
+    shutil.copytree(default_run[0] / "scripted", tmp_path / "scripted")
+
+
+def test_loop_runs_every_stage_and_reports(default_run: tuple[Path, StubTrainer, Any]) -> None:
+    tmp_path, trainer, result = default_run
     run_dir = tmp_path / "scripted"
     assert [e.label for e in result.evaluated] == ["base", "warm start", "round 1 JOSH-SFT", "round 1 JOSH-KTO"]
     assert [name for name, _, _ in trainer.calls] == ["train", "train-sft", "train-kto"]
@@ -64,8 +77,10 @@ def test_killed_loop_resumes_at_the_stage_it_died_in(tmp_path: Path) -> None:
     assert run(tmp_path, again).ran == [] and again.calls == []
 
 
-def test_changed_settings_rerun_only_what_depends_on_them(tmp_path: Path) -> None:
-    run(tmp_path, StubTrainer())
+def test_changed_settings_rerun_only_what_depends_on_them(
+    default_run: tuple[Path, StubTrainer, Any], tmp_path: Path
+) -> None:
+    copy_of(default_run, tmp_path)
     trainer = StubTrainer()
     result = run(tmp_path, trainer, eval={"split": "test", "limit": 5, "max_turns": 10, "trials": 2})
     assert trainer.calls == []
@@ -74,14 +89,16 @@ def test_changed_settings_rerun_only_what_depends_on_them(tmp_path: Path) -> Non
     assert len(stale) == 1 and (stale[0] / "results.jsonl").is_file()  # the old results are kept, not deleted
 
 
-def test_backend_settings_reach_every_stage_and_count_as_settings(tmp_path: Path) -> None:
+def test_backend_settings_reach_every_stage_and_count_as_settings(
+    default_run: tuple[Path, StubTrainer, Any], tmp_path: Path
+) -> None:
     seen: list[dict[str, Any]] = []
 
     def recording(options: ComponentOptions) -> Components:
         seen.append(options.llm_options)
         return builder(options)
 
-    run(tmp_path, StubTrainer())
+    copy_of(default_run, tmp_path)
     setup = {"agent": "act", "backend": "scripted", "model": "base", "agent_options": {"examples": 0}}
     changed = recipe(tmp_path, setup={**setup, "llm_options": {"max_batch_size": 4}})
     result = Loop(changed, trainer=StubTrainer(), builder=recording, progress=False).run()
