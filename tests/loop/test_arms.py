@@ -14,15 +14,7 @@ from josh.loop.runner import Loop
 from josh.loop.seeds import rebuild
 from josh.loop.stages.manifest import read_manifest
 from tests.fakes.loop import RecordingTrainer, StubTrainer, builder, hopeless, lines, merger
-from tests.fakes.loop import recipe as full_recipe
-
-SMALL_EVAL = {"split": "test", "limit": 4, "max_turns": 10, "trials": 1}
-
-
-def recipe(tmp_path: Path, **changes: Any) -> Any:
-    """The scripted recipe with a smaller held-out evaluation: these tests check what each arm trains on, from
-    where, and what the report says of it, never how well a model scores."""
-    return full_recipe(tmp_path, **{"eval": SMALL_EVAL, **changes})
+from tests.loop.plumbing import recipe  # a small held-out evaluation: no test here reads a score
 
 
 def test_kto_on_sft_and_both_controls(tmp_path: Path) -> None:
