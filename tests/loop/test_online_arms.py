@@ -13,7 +13,8 @@ from josh.loop.report import load_loop_report
 from josh.loop.runner import Loop
 from josh.loop.stages.manifest import input_digest, read_manifest
 from josh.run.components import ComponentOptions, Components
-from tests.fakes.loop import RecordingTrainer, builder, hopeless, lines, recipe
+from tests.fakes.loop import RecordingTrainer, builder, hopeless, lines
+from tests.loop.plumbing import recipe  # a small held-out evaluation: no test here reads a score
 
 ARM = {"model": {"name": "base"}, "max_length": 512}
 GRPO_CALLS = 40  # LLM calls the stub GRPO trainer reports for its rollouts, per round
