@@ -13,7 +13,8 @@ import pytest
 from josh.loop.runner import TRAIN_SEED_STEP, Loop
 from josh.loop.seeds import rebuild
 from josh.run.components import ComponentOptions, Components
-from tests.fakes.loop import RecordingTrainer, builder, lines, merger, recipe
+from tests.fakes.loop import RecordingTrainer, builder, lines, merger
+from tests.loop.plumbing import recipe  # a small held-out evaluation: no test here reads a score
 
 
 def run_loop(tmp_path: Path, trainer: RecordingTrainer, searched: list[str] | None = None) -> Path:
