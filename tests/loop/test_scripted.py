@@ -14,6 +14,7 @@ from josh.loop.runner import Loop
 from josh.loop.stages.manifest import read_manifest
 from josh.run.components import ComponentOptions, Components
 from tests.fakes.loop import StubTrainer, builder, merger, recipe
+from tests.loop.plumbing import SMALL_EVAL
 
 
 def run(tmp_path: Path, trainer: StubTrainer, **changes: Any):
@@ -62,19 +63,19 @@ def test_loop_runs_every_stage_and_reports(default_run: tuple[Path, StubTrainer,
 
 def test_killed_loop_resumes_at_the_stage_it_died_in(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
-        run(tmp_path, StubTrainer(fail_on=2))
+        run(tmp_path, StubTrainer(fail_on=2), eval=SMALL_EVAL)
     run_dir = tmp_path / "scripted"
     done = {p: read_manifest(run_dir / p) for p in ("round-0/baseline", "round-1/rollouts", "round-1/extract")}
     assert all(m is not None and m.complete for m in done.values())
     assert not read_manifest(run_dir / "round-1" / "train-sft").complete
     trainer = StubTrainer()
-    result = run(tmp_path, trainer)
+    result = run(tmp_path, trainer, eval=SMALL_EVAL)
     assert [name for name, _, _ in trainer.calls] == ["train-sft", "train-kto"]
     assert set(result.skipped) >= {"eval base", "warm-start data", "warm-start train", "round 1 rollouts"}
     for path, manifest in done.items():
         assert read_manifest(run_dir / path).finished_at == manifest.finished_at
     again = StubTrainer()
-    assert run(tmp_path, again).ran == [] and again.calls == []
+    assert run(tmp_path, again, eval=SMALL_EVAL).ran == [] and again.calls == []
 
 
 def test_changed_settings_rerun_only_what_depends_on_them(
@@ -108,7 +109,7 @@ def test_backend_settings_reach_every_stage_and_count_as_settings(
 
 def test_sft_from_policy_continues_the_adapter_on_new_rows_only(tmp_path: Path) -> None:
     trainer = StubTrainer()
-    result = run(tmp_path, trainer, rounds=2, kto=None, accumulate=False, sft_from="policy")
+    result = run(tmp_path, trainer, rounds=2, kto=None, accumulate=False, sft_from="policy", eval=SMALL_EVAL)
     run_dir = tmp_path / "scripted"
     assert [name for name, _, _ in trainer.calls] == ["train", "train-sft", "train-sft"]
     warm = run_dir / "round-0" / "warmstart" / "train"
@@ -123,7 +124,7 @@ def test_sft_from_policy_continues_the_adapter_on_new_rows_only(tmp_path: Path) 
 def test_second_round_searches_new_tasks_with_the_newest_checkpoint(tmp_path: Path) -> None:
     from josh.loop.stages.manifest import input_digest
 
-    result = run(tmp_path, StubTrainer(), rounds=2, kto=None)
+    result = run(tmp_path, StubTrainer(), rounds=2, kto=None, eval=SMALL_EVAL)
     run_dir = tmp_path / "scripted"
     manifest = read_manifest(run_dir / "round-2" / "rollouts")
     assert manifest.inputs["policy"] == input_digest(run_dir / "round-1" / "train-sft")
