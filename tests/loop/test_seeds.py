@@ -187,8 +187,9 @@ def test_the_start_pooled_with_control_retrain_by_hand() -> None:
 def test_the_loop_compares_its_last_policy_with_both_draws_of_the_start(tmp_path: Path) -> None:
     from josh.loop.runner import Loop
     from tests.fakes.loop import RecordingTrainer
+    from tests.loop.plumbing import SMALL_EVAL  # the comparison is checked against compare() on the same report
 
-    changes = {"kto": None, "controls": {"retrain": True}}
+    changes = {"kto": None, "controls": {"retrain": True}, "eval": SMALL_EVAL}
     Loop(recipe(tmp_path, **changes), trainer=RecordingTrainer(), builder=builder, progress=False).run()
     report = load_loop_report(tmp_path / "scripted")
     vs = next(c for c in report.comparisons if c.baseline == START_DRAWS)
