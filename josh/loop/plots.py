@@ -1,8 +1,15 @@
 """PNG plots of a loop's evaluations (matplotlib, headless): reward and success with bootstrap intervals, error
-categories per model, and reward per round."""
+categories per model, and reward per round.
+
+Each plot notes, beside its PNG (``.NAME.png.sha256``), a digest of what it was drawn from: the models, this
+module's code and matplotlib's version. A report written again from the same evaluations (a resumed loop with
+nothing new, ``josh report``) keeps the PNG instead of drawing it again (a plot costs a few tenths of a second).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,11 +22,30 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 
-def _save(fig: Any, path: Path) -> Path:
+def _stamp(path: Path) -> Path:
+    return path.with_name(f".{path.name}.sha256")
+
+
+def _digest(kind: str, models: Sequence[Any], *extra: Any) -> str:
+    """What a plot is drawn from: its kind, the models, ``extra``, this module's code and matplotlib's version."""
+    data = [kind, matplotlib.__version__, [m.model_dump(mode="json") for m in models], [str(e) for e in extra]]
+    text = Path(__file__).read_bytes() + json.dumps(data, sort_keys=True).encode()
+    return hashlib.sha256(text).hexdigest()
+
+
+def _drawn(path: Path, digest: str) -> bool:
+    """``path`` holds the plot of ``digest`` already."""
+    stamp = _stamp(path)
+    return path.is_file() and stamp.is_file() and stamp.read_text(encoding="utf-8") == digest
+
+
+def _save(fig: Any, path: Path, digest: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
+    _stamp(path).unlink(missing_ok=True)  # a save cut short leaves no stamp, so the plot is drawn again
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    _stamp(path).write_text(digest, encoding="utf-8")
     return path
 
 
@@ -29,6 +55,8 @@ def _errorbars(intervals: Sequence[Any]) -> np.ndarray:
 
 def plot_reward(models: Sequence[Any], path: Path) -> Path:
     """Grouped bars of average reward and 100% success per model, with 95% interval error bars."""
+    if _drawn(path, digest := _digest("reward", models)):
+        return path
     labels = [m.label for m in models]
     x = np.arange(len(models))
     width = 0.38
@@ -46,11 +74,13 @@ def plot_reward(models: Sequence[Any], path: Path) -> Path:
     ax.set_ylabel("score on held-out tasks")
     ax.set_title("Before and after self-training (95% bootstrap intervals)")
     ax.legend(loc="upper left", fontsize=8)
-    return _save(fig, path)
+    return _save(fig, path, digest)
 
 
 def plot_errors(models: Sequence[Any], path: Path) -> Path:
     """Share of conversations with each error category, per model (says so when no model made an error)."""
+    if _drawn(path, digest := _digest("errors", models)):
+        return path
     categories = sorted({c for m in models for c in m.summary.error_counts})
     fig, ax = plt.subplots(figsize=(max(5.0, 1.2 * len(categories) + 2), 4))
     if not categories:
@@ -66,7 +96,7 @@ def plot_errors(models: Sequence[Any], path: Path) -> Path:
         ax.set_ylabel("errors per conversation")
         ax.legend(fontsize=8)
     ax.set_title("Error categories per model")
-    return _save(fig, path)
+    return _save(fig, path, digest)
 
 
 def plot_rounds(models: Sequence[Any], start: str | None, path: Path) -> Path | None:
@@ -78,6 +108,8 @@ def plot_rounds(models: Sequence[Any], start: str | None, path: Path) -> Path | 
             arms.setdefault(m.arm, []).append(m)
     if not arms:
         return None
+    if _drawn(path, digest := _digest("rounds", models, start)):
+        return path
     first = [m for m in models if m.label == start]
     fig, ax = plt.subplots(figsize=(6, 4))
     for i, (arm, rows) in enumerate(arms.items()):
@@ -94,4 +126,4 @@ def plot_rounds(models: Sequence[Any], start: str | None, path: Path) -> Path | 
     ax.set_ylim(0, 1.05)
     ax.set_title("Average reward per round (95% bootstrap intervals)")
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _save(fig, path, digest)

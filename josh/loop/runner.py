@@ -39,7 +39,7 @@ from typing import Any
 
 from rich.console import Console
 
-from josh.loop.arms import check_arms, registered_arms
+from josh.loop.arms import check_arms
 from josh.loop.arms.base import BASE, WARM_START, Model, Round, model_label
 from josh.loop.arms.control_random import draws_in, run_control_random
 from josh.loop.arms.control_retrain import run_control_retrain
@@ -94,7 +94,7 @@ class Loop:
         progress: bool = True,
         dry: bool = False,
     ) -> None:
-        check_arms(recipe)
+        self.arms = check_arms(recipe)  # looked up once: a round runs the arms the loop started with
         self.recipe = recipe
         if trainer is None:
             trainer = LaunchedTrainer(recipe.launch) if recipe.launch is not None else train_with_trl
@@ -269,7 +269,7 @@ class Loop:
             start=self.policy if recipe.sft_from == "policy" and isinstance(self.policy, Path) else None,
             prior_sft=list(self.sft_sources) if recipe.accumulate else [],
         )  # fmt: skip
-        for arm in registered_arms():
+        for arm in self.arms:
             if arm.enabled(recipe):
                 round_.models[arm.key] = arm.run(self, round_)
         if draws_in(self, r):

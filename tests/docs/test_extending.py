@@ -111,7 +111,8 @@ def test_the_docs_arm_trains_on_the_rounds_own_rows_in_a_loop(
 ) -> None:
     import josh.loop.arms
     from josh.loop.runner import Loop
-    from tests.fakes.loop import RecordingTrainer, builder, merger, recipe
+    from tests.fakes.loop import RecordingTrainer, builder, merger
+    from tests.loop.plumbing import recipe  # a small held-out evaluation: the test reads rows, not scores
 
     [code] = page_files()["josh/loop/arms/sft_last.py"]
     module = types.ModuleType("josh.loop.arms.sft_last")

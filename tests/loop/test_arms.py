@@ -13,7 +13,8 @@ from josh.loop.report import load_loop_report
 from josh.loop.runner import Loop
 from josh.loop.seeds import rebuild
 from josh.loop.stages.manifest import read_manifest
-from tests.fakes.loop import RecordingTrainer, StubTrainer, builder, hopeless, lines, merger, recipe
+from tests.fakes.loop import RecordingTrainer, StubTrainer, builder, hopeless, lines, merger
+from tests.loop.plumbing import recipe  # a small held-out evaluation: no test here reads a score
 
 
 def test_kto_on_sft_and_both_controls(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ import pytest
 from josh.loop.report import load_loop_report
 from josh.loop.runner import Loop
 from josh.util.layout import JUDGE_GATE
-from tests.fakes.loop import RecordingTrainer, StubTrainer, builder, lines, merger, recipe
+from tests.fakes.loop import RecordingTrainer, StubTrainer, builder, lines, merger
+from tests.loop.plumbing import recipe  # a small held-out evaluation: no test here reads a score
 
 LOW, HIGH = ({name: {"score": s, "why": "."} for name in ("cohesion", "backend", "policy")} for s in (1, 5))
 GATE = {"backend": "scripted", "model": None, "llm_options": {"replies": [json.dumps(LOW)] + [json.dumps(HIGH)] * 2}}

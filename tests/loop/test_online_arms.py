@@ -13,7 +13,8 @@ from josh.loop.report import load_loop_report
 from josh.loop.runner import Loop
 from josh.loop.stages.manifest import input_digest, read_manifest
 from josh.run.components import ComponentOptions, Components
-from tests.fakes.loop import RecordingTrainer, builder, hopeless, lines, recipe
+from tests.fakes.loop import RecordingTrainer, builder, hopeless, lines
+from tests.loop.plumbing import recipe  # a small held-out evaluation: no test here reads a score
 
 ARM = {"model": {"name": "base"}, "max_length": 512}
 GRPO_CALLS = 40  # LLM calls the stub GRPO trainer reports for its rollouts, per round
@@ -56,10 +57,17 @@ def online(tmp_path: Path, **changes: Any):
     return recipe(tmp_path, tree={**ARM, "method": "tree"}, grpo=grpo, **changes)
 
 
-def test_tree_and_grpo_arms_beside_sft_and_kto_with_their_costs(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def two_rounds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, OnlineTrainer, Any]:
+    """Two rounds with every arm at the default GRPO budget, read by the module's tests (none changes it)."""
+    tmp_path = tmp_path_factory.mktemp("online")
     trainer = OnlineTrainer()
-    loop = Loop(online(tmp_path, rounds=2), trainer=trainer, builder=counted, progress=False)
-    result = loop.run()
+    result = Loop(online(tmp_path, rounds=2), trainer=trainer, builder=counted, progress=False).run()
+    return tmp_path, trainer, result
+
+
+def test_tree_and_grpo_arms_beside_sft_and_kto_with_their_costs(two_rounds: tuple[Path, OnlineTrainer, Any]) -> None:
+    tmp_path, trainer, result = two_rounds
     run_dir, round1, round2 = (
         tmp_path / "scripted",
         tmp_path / "scripted" / "round-1",
@@ -106,16 +114,17 @@ def test_tree_and_grpo_arms_beside_sft_and_kto_with_their_costs(tmp_path: Path) 
     assert "tree rows (groups used / equal skipped)" in markdown
 
 
-def test_grpo_at_the_search_budget_gets_each_rounds_search_calls(tmp_path: Path) -> None:
+def test_grpo_at_the_search_budget_gets_each_rounds_search_calls(
+    tmp_path: Path, two_rounds: tuple[Path, OnlineTrainer, Any]
+) -> None:
     trainer = OnlineTrainer()
     Loop(online(tmp_path, rounds=2, grpo_budget="search"), trainer=trainer, builder=counted, progress=False).run()
+    plain_dir, plain, _ = two_rounds  # the same loop at the default budget
     for r in (1, 2):
         folder = tmp_path / "scripted" / f"round-{r}"
         searched = json.loads((folder / "rollouts" / "stats.json").read_text())["llm_calls"]
         assert searched > 0 and trainer.recipes[str(folder / "train-grpo")].grpo.max_llm_calls == searched
-    plain = OnlineTrainer()
-    Loop(online(tmp_path / "plain"), trainer=plain, builder=counted, progress=False).run()
-    assert plain.recipes[str(tmp_path / "plain" / "scripted" / "round-1" / "train-grpo")].grpo.max_llm_calls is None
+        assert plain.recipes[str(plain_dir / "scripted" / f"round-{r}" / "train-grpo")].grpo.max_llm_calls is None
 
 
 def test_a_grpo_policy_searches_the_next_round(tmp_path: Path) -> None:

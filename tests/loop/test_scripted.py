@@ -4,6 +4,7 @@ real search, extraction, evaluation and report run, and an injected trainer stan
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +14,28 @@ from josh.loop.runner import Loop
 from josh.loop.stages.manifest import read_manifest
 from josh.run.components import ComponentOptions, Components
 from tests.fakes.loop import StubTrainer, builder, merger, recipe
+from tests.loop.plumbing import SMALL_EVAL
 
 
 def run(tmp_path: Path, trainer: StubTrainer, **changes: Any):
     return Loop(recipe(tmp_path, **changes), trainer=trainer, builder=builder, merger=merger, progress=False).run()
 
 
-def test_loop_runs_every_stage_and_reports(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, StubTrainer, Any]:
+    """The default recipe run once for the module: read as it is, or copied by the tests that change it."""
+    tmp_path = tmp_path_factory.mktemp("scripted")
     trainer = StubTrainer()
-    result = run(tmp_path, trainer)
+    return tmp_path, trainer, run(tmp_path, trainer)
+
+
+def copy_of(default_run: tuple[Path, StubTrainer, Any], tmp_path: Path) -> None:
+    """The default run's folder copied into ``tmp_path``, as if it had run there."""
+    shutil.copytree(default_run[0] / "scripted", tmp_path / "scripted")
+
+
+def test_loop_runs_every_stage_and_reports(default_run: tuple[Path, StubTrainer, Any]) -> None:
+    tmp_path, trainer, result = default_run
     run_dir = tmp_path / "scripted"
     assert [e.label for e in result.evaluated] == ["base", "warm start", "round 1 JOSH-SFT", "round 1 JOSH-KTO"]
     assert [name for name, _, _ in trainer.calls] == ["train", "train-sft", "train-kto"]
@@ -49,23 +63,25 @@ def test_loop_runs_every_stage_and_reports(tmp_path: Path) -> None:
 
 def test_killed_loop_resumes_at_the_stage_it_died_in(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
-        run(tmp_path, StubTrainer(fail_on=2))
+        run(tmp_path, StubTrainer(fail_on=2), eval=SMALL_EVAL)
     run_dir = tmp_path / "scripted"
     done = {p: read_manifest(run_dir / p) for p in ("round-0/baseline", "round-1/rollouts", "round-1/extract")}
     assert all(m is not None and m.complete for m in done.values())
     assert not read_manifest(run_dir / "round-1" / "train-sft").complete
     trainer = StubTrainer()
-    result = run(tmp_path, trainer)
+    result = run(tmp_path, trainer, eval=SMALL_EVAL)
     assert [name for name, _, _ in trainer.calls] == ["train-sft", "train-kto"]
     assert set(result.skipped) >= {"eval base", "warm-start data", "warm-start train", "round 1 rollouts"}
     for path, manifest in done.items():
         assert read_manifest(run_dir / path).finished_at == manifest.finished_at
     again = StubTrainer()
-    assert run(tmp_path, again).ran == [] and again.calls == []
+    assert run(tmp_path, again, eval=SMALL_EVAL).ran == [] and again.calls == []
 
 
-def test_changed_settings_rerun_only_what_depends_on_them(tmp_path: Path) -> None:
-    run(tmp_path, StubTrainer())
+def test_changed_settings_rerun_only_what_depends_on_them(
+    default_run: tuple[Path, StubTrainer, Any], tmp_path: Path
+) -> None:
+    copy_of(default_run, tmp_path)
     trainer = StubTrainer()
     result = run(tmp_path, trainer, eval={"split": "test", "limit": 5, "max_turns": 10, "trials": 2})
     assert trainer.calls == []
@@ -74,14 +90,16 @@ def test_changed_settings_rerun_only_what_depends_on_them(tmp_path: Path) -> Non
     assert len(stale) == 1 and (stale[0] / "results.jsonl").is_file()  # the old results are kept, not deleted
 
 
-def test_backend_settings_reach_every_stage_and_count_as_settings(tmp_path: Path) -> None:
+def test_backend_settings_reach_every_stage_and_count_as_settings(
+    default_run: tuple[Path, StubTrainer, Any], tmp_path: Path
+) -> None:
     seen: list[dict[str, Any]] = []
 
     def recording(options: ComponentOptions) -> Components:
         seen.append(options.llm_options)
         return builder(options)
 
-    run(tmp_path, StubTrainer())
+    copy_of(default_run, tmp_path)
     setup = {"agent": "act", "backend": "scripted", "model": "base", "agent_options": {"examples": 0}}
     changed = recipe(tmp_path, setup={**setup, "llm_options": {"max_batch_size": 4}})
     result = Loop(changed, trainer=StubTrainer(), builder=recording, progress=False).run()
@@ -91,7 +109,7 @@ def test_backend_settings_reach_every_stage_and_count_as_settings(tmp_path: Path
 
 def test_sft_from_policy_continues_the_adapter_on_new_rows_only(tmp_path: Path) -> None:
     trainer = StubTrainer()
-    result = run(tmp_path, trainer, rounds=2, kto=None, accumulate=False, sft_from="policy")
+    result = run(tmp_path, trainer, rounds=2, kto=None, accumulate=False, sft_from="policy", eval=SMALL_EVAL)
     run_dir = tmp_path / "scripted"
     assert [name for name, _, _ in trainer.calls] == ["train", "train-sft", "train-sft"]
     warm = run_dir / "round-0" / "warmstart" / "train"
@@ -106,7 +124,7 @@ def test_sft_from_policy_continues_the_adapter_on_new_rows_only(tmp_path: Path) 
 def test_second_round_searches_new_tasks_with_the_newest_checkpoint(tmp_path: Path) -> None:
     from josh.loop.stages.manifest import input_digest
 
-    result = run(tmp_path, StubTrainer(), rounds=2, kto=None)
+    result = run(tmp_path, StubTrainer(), rounds=2, kto=None, eval=SMALL_EVAL)
     run_dir = tmp_path / "scripted"
     manifest = read_manifest(run_dir / "round-2" / "rollouts")
     assert manifest.inputs["policy"] == input_digest(run_dir / "round-1" / "train-sft")
@@ -164,3 +182,28 @@ def test_loop_recipe_files_load_and_unknown_keys_are_named(tmp_path: Path) -> No
     )
     with pytest.raises(RecipeError, match="did you mean 'rounds'"):
         load_loop_recipe(root / "demo-cpu.yaml", ["round=2"])
+
+
+def test_a_plot_is_drawn_again_only_when_what_it_shows_changed(tmp_path: Path) -> None:
+    from josh.eval.metrics import summarize
+    from josh.loop.plots import plot_errors, plot_reward, plot_rounds
+    from josh.loop.report import ModelEntry
+
+    def model(label: str, round_: int, **summary: Any) -> ModelEntry:
+        summary_ = summarize([]).model_copy(update=summary)
+        return ModelEntry(label=label, arm=label, round=round_, folder="-", summary=summary_)
+
+    models = [model("warm start", 0), model("round 1 JOSH-SFT", 1)]
+    paths = [plot_reward(models, tmp_path / "r.png"), plot_errors(models, tmp_path / "e.png")]
+    paths.append(plot_rounds(models, "warm start", tmp_path / "n.png"))
+    for p in paths:
+        p.write_bytes(b"kept")  # a plot drawn again would replace these bytes
+    assert plot_reward(models, tmp_path / "r.png") == paths[0] and plot_errors(models, tmp_path / "e.png") == paths[1]
+    assert plot_rounds(models, "warm start", tmp_path / "n.png") == paths[2]
+    assert all(p.read_bytes() == b"kept" for p in paths)
+    changed = [models[0], model("round 1 JOSH-SFT", 1, conversations=3)]
+    plot_reward(changed, tmp_path / "r.png")
+    plot_rounds(models, "round 1 JOSH-SFT", tmp_path / "n.png")
+    (tmp_path / ".e.png.sha256").unlink()
+    plot_errors(models, tmp_path / "e.png")
+    assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)  # new models, a new start, a lost stamp

@@ -3,6 +3,7 @@ self-training benchmark's last line."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -144,14 +145,14 @@ def test_seeds_refuse_a_folder_that_holds_one_seed(tmp_path: Path) -> None:
     assert cli.exit_code == 2 and "holds a single-seed run" in cli.output
 
 
-def test_report_of_a_folder_without_a_loop_is_a_clear_error(tmp_path: Path) -> None:
+def test_report_of_a_folder_without_a_loop_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The benchmark's main() in this process: the test above runs its script as a child process."""
     cli = CliRunner().invoke(app, ["report", str(tmp_path)])
     assert cli.exit_code == 2 and "holds no josh loop run" in cli.output
-    bench = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "self_training.py"), str(tmp_path)],
-        capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
-    assert bench.returncode == 2 and "no report.json" in bench.stderr
+    spec = importlib.util.spec_from_file_location("self_training", ROOT / "benchmarks" / "self_training.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main([str(tmp_path)]) == 2 and "no report.json" in capsys.readouterr().err
 
 
 def test_the_start_pooled_with_control_retrain_by_hand() -> None:
@@ -186,8 +187,9 @@ def test_the_start_pooled_with_control_retrain_by_hand() -> None:
 def test_the_loop_compares_its_last_policy_with_both_draws_of_the_start(tmp_path: Path) -> None:
     from josh.loop.runner import Loop
     from tests.fakes.loop import RecordingTrainer
+    from tests.loop.plumbing import SMALL_EVAL  # the comparison is checked against compare() on the same report
 
-    changes = {"kto": None, "controls": {"retrain": True}}
+    changes = {"kto": None, "controls": {"retrain": True}, "eval": SMALL_EVAL}
     Loop(recipe(tmp_path, **changes), trainer=RecordingTrainer(), builder=builder, progress=False).run()
     report = load_loop_report(tmp_path / "scripted")
     vs = next(c for c in report.comparisons if c.baseline == START_DRAWS)

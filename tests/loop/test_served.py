@@ -13,8 +13,9 @@ import pytest
 from josh.llm.served_adapters import ServedAdapterError
 from josh.loop.runner import Loop
 from josh.run.components import ComponentOptions, Components
-from tests.fakes.loop import StubTrainer, builder, merger, recipe
+from tests.fakes.loop import StubTrainer, builder, merger
 from tests.fakes.lora_server import LoraServer
+from tests.loop.plumbing import recipe
 
 
 class AdapterTrainer(StubTrainer):
@@ -30,7 +31,7 @@ class AdapterTrainer(StubTrainer):
 
 def served(tmp_path: pathlib.Path, url: str | None, **changes: Any):
     setup = {"agent": "act", "backend": "openai", "model": "base", "base_url": url, "agent_options": {"examples": 0}}
-    return recipe(tmp_path, setup=setup, kto=None, **changes)
+    return recipe(tmp_path, setup=setup, kto=None, **changes)  # plumbing's recipe: the small held-out evaluation
 
 
 def test_every_stage_runs_under_the_name_the_server_answers_to(tmp_path: pathlib.Path) -> None:

@@ -4,6 +4,7 @@ the report pooling their rewards per task."""
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import pytest
 from josh.loop.runner import TRAIN_SEED_STEP, Loop
 from josh.loop.seeds import rebuild
 from josh.run.components import ComponentOptions, Components
-from tests.fakes.loop import RecordingTrainer, builder, lines, merger, recipe
+from tests.fakes.loop import RecordingTrainer, builder, lines, merger
+from tests.loop.plumbing import recipe  # a small held-out evaluation: no test here reads a score
 
 
 def run_loop(tmp_path: Path, trainer: RecordingTrainer, searched: list[str] | None = None) -> Path:
@@ -28,9 +30,20 @@ def run_loop(tmp_path: Path, trainer: RecordingTrainer, searched: list[str] | No
     return tmp_path / "scripted"
 
 
-def test_each_sft_model_is_trained_again_at_shifted_seeds_on_reshuffled_rows(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RecordingTrainer, list[str]]:
+    """One run of ``run_loop`` for the module's tests (the first reads it, the second reads a copy it changes)."""
+    tmp_path = tmp_path_factory.mktemp("train-seeds")
     trainer, searched = RecordingTrainer(), []
-    run_dir = run_loop(tmp_path, trainer, searched)
+    run_loop(tmp_path, trainer, searched)
+    return tmp_path, trainer, searched
+
+
+def test_each_sft_model_is_trained_again_at_shifted_seeds_on_reshuffled_rows(
+    seeded: tuple[Path, RecordingTrainer, list[str]],
+) -> None:
+    tmp_path, trainer, searched = seeded
+    run_dir = tmp_path / "scripted"
     for train in ("round-0/warmstart/train", "round-1/train-sft", "round-1/control-random/train"):
         first = trainer.recipes[str(run_dir / train)]
         for k in (1, 2):
@@ -45,8 +58,11 @@ def test_each_sft_model_is_trained_again_at_shifted_seeds_on_reshuffled_rows(tmp
     assert len(trainer.calls) == calls  # a rerun finds every seed done
 
 
-def test_the_report_pools_a_models_rewards_per_task_over_its_training_seeds(tmp_path: Path) -> None:
-    run_dir = run_loop(tmp_path, RecordingTrainer())
+def test_the_report_pools_a_models_rewards_per_task_over_its_training_seeds(
+    seeded: tuple[Path, RecordingTrainer, list[str]], tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "scripted"
+    shutil.copytree(seeded[0] / "scripted", run_dir)  # `josh report` rebuilds a moved run folder
     warm = run_dir / "round-0" / "warmstart"
     results = warm / "eval-seed1" / "results.jsonl"
     records = [json.loads(line) for line in lines(results)]

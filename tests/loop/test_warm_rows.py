@@ -11,7 +11,8 @@ import pytest
 
 from josh.loop.runner import WARM_KTO, Loop
 from josh.loop.stages.manifest import input_digest, read_manifest
-from tests.fakes.loop import RecordingTrainer, builder, merger, recipe
+from tests.fakes.loop import RecordingTrainer, builder, merger
+from tests.loop.plumbing import recipe  # a small held-out evaluation: no test here reads a score
 
 KTO_ARM = {"model": {"name": "base"}, "max_length": 512, "method": "kto"}
 

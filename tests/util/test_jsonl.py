@@ -20,6 +20,34 @@ def test_torn_last_line_is_skipped_and_repaired(tmp_path):
     assert [r["a"] for r in iter_jsonl(path)] == [1, 2, 4]
 
 
+def test_each_record_is_readable_at_once_and_synced_to_disk_once_a_second_and_on_close(tmp_path, monkeypatch):
+    import josh.util.jsonl as jsonl
+
+    synced: list[int] = []
+    clock = {"now": 100.0}
+    monkeypatch.setattr(jsonl.os, "fsync", synced.append)
+    monkeypatch.setattr(jsonl.time, "monotonic", lambda: clock["now"])
+    path = tmp_path / "x.jsonl"
+    with JsonlWriter(path) as w:
+        for n in range(50):
+            w.write({"n": n})
+            assert json.loads(path.read_text().splitlines()[-1]) == {"n": n}  # flushed: another reader sees it
+        assert synced == []  # within the same second: no sync yet
+        clock["now"] += 1.0
+        w.write({"n": 50})
+        assert len(synced) == 1
+        w.write({"n": 51})
+        assert len(synced) == 1
+    assert len(synced) == 2  # the close syncs what the last second wrote
+    with JsonlWriter(path):
+        pass
+    assert len(synced) == 2  # nothing written, nothing to sync
+    with JsonlWriter(path, sync_s=0) as w:
+        w.write({"n": 52})
+        w.write({"n": 53})
+    assert len(synced) == 4
+
+
 def test_corrupt_middle_line_is_an_error_naming_the_line(tmp_path):
     path = tmp_path / "x.jsonl"
     path.write_text('{"a": 1}\nnot json\n{"a": 2}\n')

@@ -36,10 +36,11 @@ def registered_arms() -> list[Arm]:
     return ARMS
 
 
-def check_arms(recipe: LoopRecipe) -> None:
-    """Raise ``ValueError`` when the recipe's ``arms:`` names an arm nobody registered (``PluginError`` when it names a
-    plugin that failed to load)."""
-    known = {a.key for a in registered_arms()}
+def check_arms(recipe: LoopRecipe) -> list[Arm]:
+    """Every registered arm (as ``registered_arms``); raise ``ValueError`` when the recipe's ``arms:`` names an arm
+    nobody registered (``PluginError`` when it names a plugin that failed to load)."""
+    arms = list(registered_arms())
+    known = {a.key for a in arms}
     for key in set(recipe.arms) - known:
         PLUGINS.check(key)
     unknown = sorted(set(recipe.arms) - known)
@@ -48,3 +49,4 @@ def check_arms(recipe: LoopRecipe) -> None:
             f"arms: no registered arm {', '.join(map(repr, unknown))} (registered: {', '.join(sorted(known))}); "
             "register it with josh.loop.arms.register_arm before the loop runs"
         )
+    return arms
