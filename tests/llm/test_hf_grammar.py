@@ -1,17 +1,15 @@
 """Grammar-constrained decoding in the hf backend: a randomly initialised tiny model, whose free output is noise,
-writes only valid protocol outputs under the grammar (fast: byte-level tokenizer built in memory)."""
+writes only valid protocol outputs under the grammar (fast: byte-level tokenizer built in memory). torch and
+transformers are imported by the fixtures and tests that use them, not when every xdist worker collects the module."""
 
 import asyncio
 
 import pytest
-import torch
 
 from josh.agents.act import RESPOND_ACTION, act_grammar, parse_act
 from josh.agents.grammar import call_schema
 from josh.agents.react import parse_react, react_grammar
 from josh.llm.base import LLMError, Sampling
-from josh.llm.hf import HFLLM
-from josh.llm.hf_grammar import grammar_problem
 from josh.run.components import build_env
 from josh.types import system, user
 
@@ -37,6 +35,7 @@ def byte_tokenizer():
 
 
 def tiny_model(vocab, eos, pad):
+    import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
@@ -50,6 +49,8 @@ def tiny_model(vocab, eos, pad):
 
 @pytest.fixture(scope="module")
 def llm():
+    from josh.llm.hf import HFLLM
+
     tok = byte_tokenizer()
     backend = HFLLM(net=tiny_model(len(tok), tok.eos_token_id, tok.pad_token_id), tokenizer=tok, batch_window_ms=20)
     yield backend
@@ -65,6 +66,8 @@ PROMPT = [system("act"), user("a cheap hotel in the north please")]
 
 
 def test_grammars_compile_and_reject_nonsense(tools):
+    from josh.llm.hf_grammar import grammar_problem
+
     assert grammar_problem(act_grammar(tools)) is None
     assert grammar_problem(react_grammar(tools)) is None
     assert grammar_problem("start: nothing_defined") is not None

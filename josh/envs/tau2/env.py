@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
-from importlib import import_module
 from typing import Any
 
 from tau2.data_model.message import ToolCall as Tau2Call
@@ -24,6 +23,7 @@ from tau2.environment.toolkit import ToolType
 
 from josh.core.env import EnvBase
 from josh.envs.tau2.assertions import JudgeCall
+from josh.envs.tau2.fresh import pristine
 from josh.envs.tau2.package import Tau2Error, check_domain, require_tau2
 from josh.envs.tau2.state import Tau2State
 from josh.envs.tau2.tasks import SPLITS, env_name, load_tau2_tasks, to_task
@@ -41,14 +41,16 @@ def _schemas(tools: Iterable[Any]) -> dict[str, dict[str, Any]]:
 class Tau2Env(EnvBase):
     """One τ² domain (see the module docstring); ``data`` is not used: the data is the installed package's."""
 
-    def __init__(self, domain: str, judge: str | None = None) -> None:
+    def __init__(self, domain: str, judge: str | None = None, environment: Any | None = None) -> None:
+        """``environment``: the τ² environment every task starts from, never changed (default: the process's one
+        load of the domain, ``josh.envs.tau2.fresh.pristine``, which the evaluator's fresh environments share)."""
         require_tau2()
         self.domain = check_domain(domain)
         self.splits = SPLITS[self.domain]
         self.judge = judge  # BACKEND:MODEL of the NL-assertion judge (--env-option judge=...); None: NL assertions off
         self.judge_call: JudgeCall | None = None  # attached by the run that builds the judge (josh.run.env_judge)
         self.name = env_name(domain)
-        self._template = template = import_module(f"tau2.domains.{domain}.environment").get_environment()
+        self._template = template = pristine(self.domain) if environment is None else environment
         schemas = _schemas(template.get_tools())
         self.tools: list[dict[str, Any]] = list(schemas.values())
         self.user_tools: list[dict[str, Any]] = (

@@ -71,7 +71,9 @@ def _hashable(db: Any) -> bool:
     )
 
 
-def _pristine(domain: str) -> Any:
+def pristine(domain: str) -> Any:
+    """The process's one load of ``domain``'s environment (τ²'s ``get_environment()``), never changed: the
+    evaluator's fresh environments and every ``Tau2Env``'s tasks start from it."""
     with _LOCK:
         if domain not in _PRISTINE:
             _PRISTINE[domain] = import_module(f"tau2.domains.{domain}.environment").get_environment()
@@ -82,10 +84,10 @@ def fresh_environment(domain: str, solo_mode: bool = False) -> Any:
     """An environment equal to ``get_environment(solo_mode=solo_mode)`` that shares nothing it may change."""
     if solo_mode:  # τ²'s constructors reject or build differently in solo mode; josh never scores solo runs
         return import_module(f"tau2.domains.{domain}.environment").get_environment(solo_mode=True)
-    pristine = _pristine(domain)
-    if not tabular(pristine):
-        return copy.deepcopy(pristine)
-    environment = branch(pristine)
+    loaded = pristine(domain)
+    if not tabular(loaded):
+        return copy.deepcopy(loaded)
+    environment = branch(loaded)
     tools, use_tool, run_function = environment.tools, environment.tools.use_tool, environment.run_env_function_call
 
     def guarded_use_tool(tool_name: str, **kwargs: Any) -> Any:
@@ -99,7 +101,7 @@ def fresh_environment(domain: str, solo_mode: bool = False) -> Any:
             return run_function(call)
 
     def hash_db() -> str:
-        return db_hash(tools.db, pristine.tools.db) if _hashable(tools.db) else tools.__class__.get_db_hash(tools)
+        return db_hash(tools.db, loaded.tools.db) if _hashable(tools.db) else tools.__class__.get_db_hash(tools)
 
     tools.use_tool = guarded_use_tool
     tools.get_db_hash = hash_db

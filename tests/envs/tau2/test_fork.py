@@ -5,6 +5,7 @@ evaluator on an independently built trajectory. A fork that shares records fails
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import import_module
 from itertools import zip_longest
@@ -118,19 +119,18 @@ def fresh_environment(env: Tau2Env, task) -> Any:
     return environment
 
 
-def mismatches(env: Tau2Env, task, branches: dict[str, Branch]) -> list[str]:
-    """Where a branch's responses or final DB differ from a fresh τ² environment replaying its calls."""
-    found = []
+def mismatches(env: Tau2Env, task, branches: dict[str, Branch]) -> Iterator[str]:
+    """Where a branch's responses or final DB differ from a fresh τ² environment replaying its calls, branch by
+    branch (``list()`` checks them all; ``next()`` stops at the first: a τ² load per branch checked)."""
     for name, branch in branches.items():
         environment = fresh_environment(env, task)
         for index, (_, call, response) in enumerate(branch.state.calls):
             expected = environment.get_response(call)
             if (expected.content, expected.error) != (response.content, response.error):
-                found.append(f"{name} call {index} {call.name}")
+                yield f"{name} call {index} {call.name}"
         ours = branch.state.environment
         if (ours.get_db_hash(), ours.get_user_db_hash()) != (environment.get_db_hash(), environment.get_user_db_hash()):
-            found.append(f"{name} final DB")
-    return found
+            yield f"{name} final DB"
 
 
 def search_tree(env: Tau2Env, task) -> dict[str, Branch]:
@@ -161,26 +161,31 @@ def test_branches_never_see_each_others_writes(tau2_envs, domain: str) -> None:
     pristine = env.reset(task).environment
     before = (pristine.get_db_hash(), pristine.get_user_db_hash())
     tree = search_tree(env, task)
-    assert mismatches(env, task, tree) == []
+    assert list(mismatches(env, task, tree)) == []
     hashes = {(b.state.environment.get_db_hash(), b.state.environment.get_user_db_hash()) for b in tree.values()}
     assert len(hashes) == len(tree)  # every branch wrote differently, and each kept its own
     assert (pristine.get_db_hash(), pristine.get_user_db_hash()) == before
     assert sum(1 for b in tree.values() for _, _, m in b.state.calls if not m.error) > 5 * len(tree)
 
 
+def own_env(domain: str) -> Tau2Env:
+    """An env over its own τ² load, not the process's shared one: a broken fork changes its data."""
+    return Tau2Env(domain, environment=import_module(f"tau2.domains.{domain}.environment").get_environment())
+
+
 @pytest.mark.parametrize("domain", ("airline", "retail"))
 def test_a_fork_that_shares_records_is_caught(domain: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    env = Tau2Env(domain)  # its own: the broken fork changes its data
+    env = own_env(domain)
     task = env.tasks("base")[0]
     monkeypatch.setattr(state_module.Table, "_record", dict.__getitem__)  # records shared between branches
-    assert mismatches(env, task, search_tree(env, task)) != []
+    assert next(mismatches(env, task, search_tree(env, task)), None) is not None
 
 
 def test_a_fork_that_shares_the_telecom_environment_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    env = Tau2Env("telecom")  # its own: the broken fork changes its data
+    env = own_env("telecom")
     task = env.tasks("base")[0]
     monkeypatch.setattr(state_module, "branch", lambda environment: environment)
-    assert mismatches(env, task, search_tree(env, task)) != []
+    assert next(mismatches(env, task, search_tree(env, task)), None) is not None
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
