@@ -1,6 +1,7 @@
 """The MultiWOZ databases in memory, indexed at load time so a search costs microseconds.
 
-``ToolWOZDB.load(folder)`` reads ``{restaurant,hotel,attraction,train}_db.json``. Each ``Table`` keeps its rows in
+``ToolWOZDB.load(folder)`` reads ``{restaurant,hotel,attraction,train}_db.json``, once per process while the files
+are unchanged (an environment is rebuilt at every stage of a loop; the tables are never written). Each ``Table`` keeps its rows in
 DB order, the normalised value of every column, an index (column → value → row ids) and, for trains, departure and
 arrival times as minutes. Rows are served without ``location``, ``introduction`` and null fields, and their JSON
 text is built once. Nothing is copied per call; the DB is shared read-only by every conversation.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
 from types import MappingProxyType
@@ -212,7 +214,23 @@ class ToolWOZDB:
         root = Path(folder)
         if not root.is_dir():
             raise DBError(f"{root}: not a folder (expected the MultiWOZ db folder with <domain>_db.json files)")
-        return cls({domain: load_table(root / f"{domain}_db.json", domain) for domain in DOMAINS})
+        files = tuple(root.resolve() / f"{domain}_db.json" for domain in DOMAINS)
+        return _load_unchanged(files, tuple(_stamp(f) for f in files))
 
     def __getitem__(self, domain: str) -> Table:
         return self.tables[domain]
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """What tells a changed file: its modification time and size (``None``: not there)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+@lru_cache(maxsize=8)
+def _load_unchanged(files: tuple[Path, ...], stamps: tuple[tuple[int, int] | None, ...]) -> ToolWOZDB:
+    """The tables of ``files``, loaded again only when a file's stamp changed (a failed load is not kept)."""
+    return ToolWOZDB({domain: load_table(path, domain) for domain, path in zip(DOMAINS, files, strict=True)})

@@ -123,6 +123,18 @@ def test_small_valid_db_loads(tmp_path: Path) -> None:
     assert len(ToolWOZDB.load(tmp_path)["train"]) == 1
 
 
+def test_an_unchanged_folder_is_read_once_and_a_changed_file_again(tmp_path: Path) -> None:
+    write_db(tmp_path)
+    first = ToolWOZDB.load(tmp_path)
+    assert ToolWOZDB.load(tmp_path) is first and ToolWOZDB.load(tmp_path / ".") is first
+    write_db(tmp_path, hotel=json.dumps([{"name": "h"}, {"name": "other hotel"}]))
+    again = ToolWOZDB.load(tmp_path)
+    assert again is not first and len(again["hotel"]) == 2 and len(first["hotel"]) == 1
+    write_db(tmp_path, hotel="[")
+    with pytest.raises(DBError, match=r"hotel_db\.json: not valid JSON"):
+        ToolWOZDB.load(tmp_path)
+
+
 # --- search --------------------------------------------------------------------------------------------------------
 
 
