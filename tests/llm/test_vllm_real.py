@@ -112,7 +112,7 @@ def test_eval_matches_the_hf_backend(cli_engine, tmp_path) -> None:
 
 def test_greedy_beam_rollout_with_branching_matches_the_hf_backend(cli_engine, tmp_path) -> None:
     def rollout(out: Path, *backend: str) -> dict:
-        args = ["rollout", "--out", str(out), *AGENT, *GREEDY, "--limit", "2", "--beam", "2", "--branching", "2"]
+        args = ["rollout", "--out", str(out), *AGENT, *GREEDY, "--limit", "1", "--beam", "2", "--branching", "2"]
         result = CliRunner().invoke(app, [*args, "--max-depth", "2", *backend])
         assert result.exit_code == 0, result.output
         trees = [json.loads(line) for line in (out / "trees.jsonl").read_text().splitlines()]
@@ -211,6 +211,8 @@ def test_adapter_checks_come_before_any_request(engine, adapters, tmp_path) -> N
 
 
 def test_an_adapter_attached_per_request_evaluates_as_the_merged_adapter(cli_engine, adapters, tmp_path) -> None:
+    """``josh eval --model ADAPTER`` on the vllm backend attaches the adapter per request: one task, two turns (the
+    numerics of per-request adapters against merged ones are the two-adapters test's; this is the command's path)."""
     adapter = str(adapters["chinese"])
-    vllm = evaluate(tmp_path / "vllm", "--backend", "vllm", "--model", adapter, *ENGINE, tasks=2, turns=2)
-    assert vllm == evaluate(tmp_path / "hf", "--backend", "hf", "--model", adapter, tasks=2, turns=2)
+    vllm = evaluate(tmp_path / "vllm", "--backend", "vllm", "--model", adapter, *ENGINE, tasks=1, turns=2)
+    assert vllm == evaluate(tmp_path / "hf", "--backend", "hf", "--model", adapter, tasks=1, turns=2)
