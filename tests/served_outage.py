@@ -1,5 +1,5 @@
 """A real model server killed under ``josh eval`` and ``josh rollout`` at once, then restarted (issue 48): the
-scenario ``tests/cli/test_serve_real.py`` (``josh serve``) and ``tests/llm/test_vllm_serve_outage.py`` (``vllm
+scenario ``tests/cli/test_serve_real.py`` (``josh serve``) and ``tests/llm/test_vllm_serve.py`` (``vllm
 serve``) share.
 
 Both commands run as child processes against one server: the evaluation one conversation at a time, the rollout

