@@ -13,7 +13,6 @@ from transformers.utils import get_json_schema
 pytest.importorskip("openenv", reason="OpenEnv is not installed (the josh[openenv] extra)")
 
 from josh.envs import build_env  # noqa: E402
-from josh.run.trl_env import trl_environment  # noqa: E402
 from josh.types import ToolCall  # noqa: E402
 from josh.users import make_user  # noqa: E402
 
@@ -22,6 +21,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trl-grpo" / "train
 
 @pytest.fixture(scope="module")
 def environment():
+    from josh.run.trl_env import trl_environment  # OpenEnv's server stack, imported where it is used
+
     return trl_environment("toolwoz", "mini", max_turns=3)
 
 
@@ -91,4 +92,6 @@ def test_the_example_trains_two_grpo_steps(tiny_smollm2, tmp_path):
 
 
 def example_rows() -> list[dict]:
+    from josh.run.trl_env import trl_environment
+
     return trl_environment("toolwoz", "mini").rows("train", limit=2)

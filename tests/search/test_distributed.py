@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -17,7 +18,8 @@ from josh.search.rollout import STATS_FILE, TREES_FILE, RolloutConfig, RolloutOp
 from tests.cli.test_ray_serving import vllm_server as vllm_server
 from tests.fakes.conversation import FakeEnv, TableAgent, TableUser, make_task
 
-ray = pytest.importorskip("ray")
+if importlib.util.find_spec("ray") is None:  # found without importing it: collecting this module stays cheap
+    pytest.skip("Ray is not installed (the josh[ray] extra)", allow_module_level=True)
 pytestmark = pytest.mark.slow  # a local Ray cluster: ~50 s on 2 cores
 
 from josh.search.distributed import RayOptions, rollout_on_ray  # noqa: E402
@@ -28,6 +30,8 @@ SEARCH = SearchConfig(max_depth=4)
 @pytest.fixture(scope="module")
 def cluster():
     """One small local cluster for every test in this module (startup costs seconds on 2 cores)."""
+    import ray
+
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
