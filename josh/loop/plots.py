@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,16 @@ def _stamp(path: Path) -> Path:
     return path.with_name(f".{path.name}.sha256")
 
 
+@cache
+def _own_code() -> bytes:
+    """This module's source, read once per process (a plot drawn by other code is drawn again)."""
+    return Path(__file__).read_bytes()
+
+
 def _digest(kind: str, models: Sequence[Any], *extra: Any) -> str:
     """What a plot is drawn from: its kind, the models, ``extra``, this module's code and matplotlib's version."""
     data = [kind, matplotlib.__version__, [m.model_dump(mode="json") for m in models], [str(e) for e in extra]]
-    text = Path(__file__).read_bytes() + json.dumps(data, sort_keys=True).encode()
+    text = _own_code() + json.dumps(data, sort_keys=True).encode()
     return hashlib.sha256(text).hexdigest()
 
 

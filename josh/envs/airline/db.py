@@ -4,11 +4,11 @@ indexed in memory."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from josh.envs.taubench.db import Record, Shape, check_data_dir, read_records
+from josh.util.filestamps import FolderCache
 
 DATA_FILES = ("users.json", "reservations.json", "flights.json", "policy.md")
 CABINS = ("basic_economy", "economy", "business")
@@ -129,11 +129,9 @@ def read_db(data_dir: Path | str) -> AirlineDB:
     return AirlineDB.build(users, reservations, flights, (path / "policy.md").read_text(encoding="utf-8"))
 
 
-@lru_cache(maxsize=4)
-def _cached(path: Path) -> AirlineDB:
-    return read_db(path)
+_cached: FolderCache[AirlineDB] = FolderCache(read_db, lambda folder: [folder / name for name in DATA_FILES], 4)
 
 
 def load_db(data_dir: Path | str) -> AirlineDB:
-    """Load (once per folder, then cached) the airline database of ``data_dir``."""
+    """Load the airline database of ``data_dir`` (kept in memory while its files are unchanged)."""
     return _cached(check_data_dir(data_dir, "airline", DATA_FILES, AirlineDataError))

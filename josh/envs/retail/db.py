@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import model_validator
 
 from josh.envs.taubench.db import Record, Shape, check_data_dir, read_records
+from josh.util.filestamps import FolderCache
 
 DATA_FILES = ("users.json", "orders.json", "products.json", "policy.md")
 
@@ -133,14 +133,16 @@ class RetailDB:
         )
 
 
-@lru_cache(maxsize=4)
-def _load(path: Path) -> RetailDB:
+def _read(path: Path) -> RetailDB:
     users, orders, products = (
         read_records(path / name, shape, kind, RetailDataError) for name, (kind, shape) in _SHAPES.items()
     )
     return RetailDB.build(users, orders, products, (path / "policy.md").read_text(encoding="utf-8"))
 
 
+_cached: FolderCache[RetailDB] = FolderCache(_read, lambda folder: [folder / name for name in DATA_FILES], 4)
+
+
 def load_db(data_dir: Path | str) -> RetailDB:
-    """Load (once per folder, then cached) the retail database of ``data_dir``."""
-    return _load(check_data_dir(data_dir, "retail", DATA_FILES, RetailDataError))
+    """Load the retail database of ``data_dir`` (kept in memory while its files are unchanged)."""
+    return _cached(check_data_dir(data_dir, "retail", DATA_FILES, RetailDataError))

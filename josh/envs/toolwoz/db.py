@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
 from types import MappingProxyType
@@ -20,6 +19,7 @@ from typing import Any
 from josh.envs.toolwoz.normalize import minutes, normalize
 from josh.envs.toolwoz.schema import TOOLS
 from josh.envs.toolwoz.task import DOMAINS, ENTITY_KEY
+from josh.util.filestamps import FolderCache
 
 DROPPED_FIELDS = frozenset({"location", "introduction"})
 TIME_FIELDS = ("leaveAt", "arriveBy")
@@ -214,23 +214,20 @@ class ToolWOZDB:
         root = Path(folder)
         if not root.is_dir():
             raise DBError(f"{root}: not a folder (expected the MultiWOZ db folder with <domain>_db.json files)")
-        files = tuple(root.resolve() / f"{domain}_db.json" for domain in DOMAINS)
-        return _load_unchanged(files, tuple(_stamp(f) for f in files))
+        return _loaded(root)
 
     def __getitem__(self, domain: str) -> Table:
         return self.tables[domain]
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
-    """What tells a changed file: its modification time and size (``None``: not there)."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
+def _table_files(folder: Path) -> list[Path]:
+    return [folder / f"{domain}_db.json" for domain in DOMAINS]
 
 
-@lru_cache(maxsize=8)
-def _load_unchanged(files: tuple[Path, ...], stamps: tuple[tuple[int, int] | None, ...]) -> ToolWOZDB:
-    """The tables of ``files``, loaded again only when a file's stamp changed (a failed load is not kept)."""
-    return ToolWOZDB({domain: load_table(path, domain) for domain, path in zip(DOMAINS, files, strict=True)})
+def _read(folder: Path) -> ToolWOZDB:
+    return ToolWOZDB(
+        {domain: load_table(path, domain) for domain, path in zip(DOMAINS, _table_files(folder), strict=True)}
+    )
+
+
+_loaded: FolderCache[ToolWOZDB] = FolderCache(_read, _table_files)

@@ -151,3 +151,12 @@ def test_missing_files_and_unknown_splits(tmp_path: Path) -> None:
     (folder / "tasks_test.json").write_text(json.dumps({"user_id": ANN}))
     with pytest.raises(AirlineDataError, match="JSON list"):
         load_tasks(folder, "test", USERS)
+
+
+def test_a_folder_changed_in_the_same_process_is_read_again(tmp_path: Path) -> None:
+    from josh.envs.airline.db import load_db
+
+    first = load_db(write_airline(tmp_path))
+    assert load_db(tmp_path) is first
+    (tmp_path / "policy.md").write_text("# Airline Agent Policy\n\nchanged\n")
+    assert load_db(tmp_path).policy.endswith("changed\n") and not first.policy.endswith("changed\n")

@@ -121,3 +121,15 @@ def test_cli_download_retail(shared_data: Path, tmp_path: Path, monkeypatch: pyt
     assert ok.exit_code == 0 and "8 files written" in ok.output
     bad = CliRunner().invoke(app, ["data", "download", "retail", "--dest", str(tmp_path / "bad"), "--commit", "0" * 40])
     assert bad.exit_code == 1 and "404" in bad.output
+
+
+def test_a_folder_changed_in_the_same_process_is_read_again(shared_data: Path, tmp_path: Path) -> None:
+    from josh.envs.retail.db import DATA_FILES, load_db
+
+    for name in DATA_FILES:
+        (tmp_path / name).symlink_to(shared_data / "taubench" / "retail" / name)
+    first = load_db(tmp_path)
+    assert load_db(tmp_path) is first
+    (tmp_path / "policy.md").unlink()
+    (tmp_path / "policy.md").write_text("changed policy")
+    assert load_db(tmp_path).policy == "changed policy" and first.policy != "changed policy"
