@@ -208,6 +208,6 @@ def test_every_branch_of_a_scripted_search_scores_as_tau2(tau2_envs, domain: str
     rewards = {}
     for name, branch in branches.items():
         rewards[name] = env.reward(branch.state, [*branch.messages, assistant(gold_closing(task))])
-        assert rewards[name] == tau2_reward(env, task, branch.script, gold_closing(task)), name
+        assert rewards[name] == tau2_reward(env, task, branch.script, gold_closing(task), branch.state.calls), name
     assert rewards["gold"] == 1.0 and rewards["dropped"] == 0.0
     assert branches["gold"].state.goal_reward == 1.0 > branches["dropped"].state.goal_reward
