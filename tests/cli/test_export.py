@@ -19,6 +19,18 @@ TRIALS = 2
 CONTACT = ["--email", "someone@example.org", "--organization", "Example Lab"]
 
 
+@pytest.fixture(autouse=True)
+def _tau2_tasks_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """τ²'s task check, run by ``josh export`` and by τ²'s scripts, reads and validates the domain's whole task file
+    on every call (telecom's 14 MB twice over: a second each): within a test each split is read once, unchanged."""
+    import functools
+
+    from tau2.registry import registry
+
+    loader = registry.get_tasks_loader
+    monkeypatch.setattr(registry, "get_tasks_loader", functools.cache(lambda name: functools.cache(loader(name))))
+
+
 def _eval(out: Path, domain: str, *extra: str) -> None:
     args = ["eval", "--env", f"tau2-{domain}", "--split", "base", "--agent", "replay", "--user", "tau2_scripted"]
     result = CliRunner().invoke(app, [*args, *extra, "--out", str(out), "--no-progress"])

@@ -38,25 +38,34 @@ def run_josh(env: Tau2Env, task: Task, script: Script, closing: str | None) -> t
     return state, messages
 
 
-def tau2_reward(env: Tau2Env, task: Task, script: Script, closing: str | None) -> float:
-    """τ²'s evaluator on the same script, played on a fresh τ² environment built with τ²'s own classes."""
+def tau2_reward(
+    env: Tau2Env, task: Task, script: Script, closing: str | None, answered: Sequence[Any] | None = None
+) -> float:
+    """τ²'s evaluator on the same script, played on a fresh τ² environment built with τ²'s own classes; or, given
+    ``answered`` (josh's ``state.calls`` for the script), with josh's tool messages in the trajectory: τ²'s evaluator
+    replays every call on its own fresh environment and raises where a message differs from τ²'s answer (a τ² load
+    fewer per trajectory)."""
     from tau2.data_model.message import AssistantMessage, UserMessage
     from tau2.data_model.message import ToolCall as Tau2Call
     from tau2.data_model.simulation import SimulationRun, TerminationReason
     from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
 
     tau2_task = env.tau2_task(task)
-    environment = import_module(f"tau2.domains.{env.domain}.environment").get_environment()
-    initial = tau2_task.initial_state
-    if initial is not None:
-        environment.set_state(
-            initial.initialization_data, initial.initialization_actions, initial.message_history or []
-        )
+    if answered is None:
+        environment = import_module(f"tau2.domains.{env.domain}.environment").get_environment()
+        initial = tau2_task.initial_state
+        if initial is not None:
+            environment.set_state(
+                initial.initialization_data, initial.initialization_actions, initial.message_history or []
+            )
+    else:
+        assert [(tc.name, tc.requestor) for _, tc, _ in answered] == [(c.name, side) for side, c in script]
     trajectory: list[Any] = [UserMessage(role="user", content="Hi, I need help.")]
-    for side, call in script:
+    for index, (side, call) in enumerate(script):
         tc = Tau2Call(id=call.id, name=call.name, arguments=dict(call.arguments), requestor=side)
         caller = UserMessage if side == "user" else AssistantMessage
-        trajectory += [caller(role=side, tool_calls=[tc]), environment.get_response(tc)]
+        response = environment.get_response(tc) if answered is None else answered[index][2]
+        trajectory += [caller(role=side, tool_calls=[tc]), response]
     if closing is not None:
         trajectory.append(AssistantMessage(role="assistant", content=closing))
     run = SimulationRun(

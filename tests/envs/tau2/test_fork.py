@@ -119,18 +119,29 @@ def fresh_environment(env: Tau2Env, task) -> Any:
     return environment
 
 
-def mismatches(env: Tau2Env, task, branches: dict[str, Branch]) -> Iterator[str]:
-    """Where a branch's responses or final DB differ from a fresh τ² environment replaying its calls, branch by
-    branch (``list()`` checks them all; ``next()`` stops at the first: a τ² load per branch checked)."""
+def hashes(environment: Any) -> tuple[str, str]:
+    """τ²'s hashes of the environment's database and the user's."""
+    return environment.get_db_hash(), environment.get_user_db_hash()
+
+
+def mismatches(
+    env: Tau2Env, task, branches: dict[str, Branch], ours: dict[str, tuple[str, str]] | None = None
+) -> Iterator[str]:
+    """Where a branch's responses or final DB (its ``hashes``, from ``ours`` when given) differ from a fresh τ²
+    environment replaying its calls, branch by branch (``list()`` checks them all; ``next()`` stops at the first: a
+    τ² load per branch checked)."""
     for name, branch in branches.items():
         environment = fresh_environment(env, task)
         for index, (_, call, response) in enumerate(branch.state.calls):
             expected = environment.get_response(call)
             if (expected.content, expected.error) != (response.content, response.error):
                 yield f"{name} call {index} {call.name}"
-        ours = branch.state.environment
-        if (ours.get_db_hash(), ours.get_user_db_hash()) != (environment.get_db_hash(), environment.get_user_db_hash()):
+        if (ours[name] if ours else hashes(branch.state.environment)) != hashes(environment):
             yield f"{name} final DB"
+
+
+def final_hashes(branches: dict[str, Branch]) -> dict[str, tuple[str, str]]:
+    return {name: hashes(branch.state.environment) for name, branch in branches.items()}
 
 
 def search_tree(env: Tau2Env, task) -> dict[str, Branch]:
@@ -159,12 +170,12 @@ def test_branches_never_see_each_others_writes(tau2_envs, domain: str) -> None:
     env = tau2_envs(domain)
     task = env.tasks("base")[0]
     pristine = env.reset(task).environment
-    before = (pristine.get_db_hash(), pristine.get_user_db_hash())
+    before = hashes(pristine)
     tree = search_tree(env, task)
-    assert list(mismatches(env, task, tree)) == []
-    hashes = {(b.state.environment.get_db_hash(), b.state.environment.get_user_db_hash()) for b in tree.values()}
-    assert len(hashes) == len(tree)  # every branch wrote differently, and each kept its own
-    assert (pristine.get_db_hash(), pristine.get_user_db_hash()) == before
+    ours = final_hashes(tree)
+    assert list(mismatches(env, task, tree, ours)) == []
+    assert len(set(ours.values())) == len(tree)  # every branch wrote differently, and each kept its own
+    assert hashes(pristine) == before
     assert sum(1 for b in tree.values() for _, _, m in b.state.calls if not m.error) > 5 * len(tree)
 
 
@@ -208,6 +219,6 @@ def test_every_branch_of_a_scripted_search_scores_as_tau2(tau2_envs, domain: str
     rewards = {}
     for name, branch in branches.items():
         rewards[name] = env.reward(branch.state, [*branch.messages, assistant(gold_closing(task))])
-        assert rewards[name] == tau2_reward(env, task, branch.script, gold_closing(task)), name
+        assert rewards[name] == tau2_reward(env, task, branch.script, gold_closing(task), branch.state.calls), name
     assert rewards["gold"] == 1.0 and rewards["dropped"] == 0.0
     assert branches["gold"].state.goal_reward == 1.0 > branches["dropped"].state.goal_reward

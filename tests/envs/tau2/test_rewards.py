@@ -61,7 +61,7 @@ def test_final_reward_equals_tau2_evaluator_on_perturbed_trajectories(tau2_envs,
     for name, (script, closing) in _perturbations(task).items():
         state, messages = run_josh(env, task, script, closing)
         rewards[name] = env.reward(state, messages)
-        assert rewards[name] == tau2_reward(env, task, script, closing), name
+        assert rewards[name] == tau2_reward(env, task, script, closing, state.calls), name
     assert rewards["gold"] == 1.0 and rewards["bad call added"] == 1.0
     assert rewards["silent"] == rewards["nothing"] == rewards["last write dropped"] == 0.0
 
