@@ -3,6 +3,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis's per-example deadline (200 ms) measures the machine, not the code: a loaded CI machine failed a
+# round-trip property at 412 ms. Every example still runs and every assertion holds; only the timing check is off.
+settings.register_profile("josh", deadline=None)
+settings.load_profile("josh")
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
