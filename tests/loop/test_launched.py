@@ -13,8 +13,7 @@ import pytest
 from josh.loop.runner import Loop
 from josh.training.launcher import LaunchedTrainer, LaunchSpec, _error_line
 from josh.training.recipe import RecipeError
-from tests.fakes.loop import builder
-from tests.loop.plumbing import recipe  # a small held-out evaluation: no test here reads a score
+from tests.fakes.loop import builder, recipe
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_DDP = ROOT / "training" / "cpu_ddp.yaml"
