@@ -53,10 +53,10 @@ def check_cpu_launch() -> None:
 def process_state() -> Any:
     """accelerate's ``PartialState`` for this process; the processes of a launch without a GPU use CPU + gloo, with
     FSDP or DeepSpeed when the launch config asks for them."""
+    check_cpu_launch()  # before accelerate's import (torch): a refused launch stops in a second
     from accelerate import PartialState
     from accelerate.utils import DistributedType
 
-    check_cpu_launch()
     if world_size() > 1 and os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true":
         _no_deepspeed_shm_op()
     state = PartialState()
