@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,6 +54,10 @@ def unbuffered_server_logs() -> Iterator[None]:
         del os.environ["PYTHONUNBUFFERED"]
     else:
         os.environ["PYTHONUNBUFFERED"] = saved
+
+
+def start(folder: str, log: Path) -> ModelServer:
+    return ModelServer(folder, options=["--device", "cpu"], log=log).start()
 
 
 @pytest.fixture(scope="module")
@@ -144,42 +147,37 @@ def merged(adapter, tmp_path_factory) -> str:
     return served_folder(str(adapter), folder=tmp_path_factory.mktemp("served") / "merged")
 
 
-@pytest.fixture(scope="module")
-def adapter_server(tmp_path_factory) -> Iterator[ModelServer]:
-    """One ``transformers serve`` process for the merged adapter and its copy with the tool parser, instead of one
-    process start per test: not pinned to a folder, it loads each at its first request, as a pinned one loads it at
-    its start (the pinned start is ``smollm2_server``'s)."""
-    serve = [sys.executable, "-m", "transformers.cli.transformers", "serve", "--host", "127.0.0.1", "--port", "{port}"]
-    log = tmp_path_factory.mktemp("adapter-server") / "server.log"
-    server = ModelServer("", command=[*serve, "--device", "cpu", "--model-timeout", "-1"], log=log).start()
-    yield server
-    server.stop()
-
-
-def test_a_merged_adapter_served_evaluates_as_in_process(adapter, merged, adapter_server, tmp_path) -> None:
-    url = adapter_server.base_url
-    served = evaluate(tmp_path / "srv", "--backend", "openai", "--model", merged, "--base-url", url, *PATIENT,
-                      tasks=1, turns=1)  # fmt: skip
-    reply = asyncio.run(trained_turn(make_llm("openai", merged, base_url=url, timeout_s=900), tokens=16))
+def test_a_merged_adapter_served_evaluates_as_in_process(adapter, merged, tmp_path) -> None:
+    server = start(merged, tmp_path / "server.log")
+    try:
+        served = evaluate(tmp_path / "srv", "--backend", "openai", "--model", merged,
+                          "--base-url", server.base_url, *PATIENT, tasks=1, turns=1)  # fmt: skip
+        reply = asyncio.run(trained_turn(make_llm("openai", merged, base_url=server.base_url, timeout_s=900)))
+    finally:
+        server.stop()
     assert served == evaluate(tmp_path / "hf", "--backend", "hf", "--model", str(adapter), tasks=1, turns=1)
     # without the server's tool parser the call arrives as text, which the agents read as from the hf backend
     assert not reply.tool_calls and reply.text.startswith('<tool_call>\n{"name": "find_restaurant"')
 
 
-async def trained_turn(llm, upto: int = 2, tokens: int = 48):
-    """The adapter's greedy answer (at most ``tokens`` long) to a prompt of its training conversations."""
+async def trained_turn(llm, upto: int = 2):
+    """The adapter's greedy answer to a prompt of its training conversations."""
     convo = [Message.from_openai(m) for m in tool_conversation("chinese")[:upto]]
-    completions = await llm.chat(convo, tools=[FIND_TOOL], sampling=Sampling(temperature=0, max_new_tokens=tokens))
+    completions = await llm.chat(convo, tools=[FIND_TOOL], sampling=Sampling(temperature=0, max_new_tokens=48))
     return completions[0]
 
 
-def test_native_tool_calls_round_trip_through_the_server(adapter, merged, adapter_server, tmp_path) -> None:
+def test_native_tool_calls_round_trip_through_the_server(adapter, merged, tmp_path) -> None:
     from josh.agents.function_calling import parse_tool_calls
 
     folder = served_folder(merged, tool_calls=True, folder=tmp_path / "tools")
-    llm = make_llm("openai", folder, base_url=adapter_server.base_url, timeout_s=900)
-    call = asyncio.run(trained_turn(llm))
-    after_result = asyncio.run(trained_turn(llm, upto=4))  # history: a call sent back, then its tool result
+    server = start(folder, tmp_path / "server.log")
+    try:
+        llm = make_llm("openai", folder, base_url=server.base_url, timeout_s=900)
+        call = asyncio.run(trained_turn(llm))
+        after_result = asyncio.run(trained_turn(llm, upto=4))  # history: a call sent back, then its tool result
+    finally:
+        server.stop()
     assert call.text == "" and call.finish_reason == "tool_calls"
     assert [(c.name, c.arguments) for c in call.tool_calls] == [
         ("find_restaurant", {"food": "chinese", "area": "centre"})
