@@ -16,6 +16,7 @@ from josh.util.layout import EVAL_LOG, RESULTS
 
 JUDGE_HELP = "the LLM judge, BACKEND:MODEL (e.g. hf:smollm2, openai:gpt-4.1)"
 JUDGE_OPTION_HELP = "judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
+JUDGE_MAX_TOKENS_HELP = "most tokens the judge writes per answer (an answer cut short counts as a failed judgement)"
 JUDGE_GRAMMAR_HELP = "constrain the judge's answer with a grammar (off for servers that take none: josh serve; OpenAI's API never gets one)"
 OLD_JUDGE_FLAGS = "--backend, --model, --llm-option and --grammar"
 
@@ -26,10 +27,12 @@ def judge_spec(
     *,
     grammar: bool = True,
     concurrency: int = 8,
+    max_tokens: int = 400,
     check: bool = False,
 ) -> Any:
-    """The judge of every command that takes one: ``--judge BACKEND:MODEL`` with its ``--judge-option`` settings
-    and ``--judge-grammar`` (None without ``--judge``); ``check``: its backend and endpoint checked now."""
+    """The judge of every command that takes one: ``--judge BACKEND:MODEL`` with its ``--judge-option`` settings,
+    ``--judge-grammar`` and ``--judge-max-tokens`` (None without ``--judge``); ``check``: its backend and endpoint
+    checked now."""
     if judge is None:
         if options:
             raise ValueError("--judge-option needs --judge BACKEND:MODEL")
@@ -38,7 +41,10 @@ def judge_spec(
 
     backend, model = parse_backend_model(judge, "--judge")
     settings = key_values(options, "--judge-option", "dtype=bfloat16")
-    spec = JudgeSpec(backend=backend, model=model, llm_options=settings, grammar=grammar, concurrency=concurrency)
+    spec = JudgeSpec(
+        backend=backend, model=model, llm_options=settings, grammar=grammar, concurrency=concurrency,
+        max_tokens=max_tokens,
+    )  # fmt: skip
     if check:
         from josh.eval.judge.session import check_judge  # deferred: keeps josh --help light
 
@@ -89,6 +95,7 @@ def judge(
     data: str | None = typer.Option(None, help="its data (default: the one its summary.json names)"),
     concurrency: int = typer.Option(8, min=1, help="judge requests in flight at the same time"),
     judge_grammar: bool = typer.Option(True, help=JUDGE_GRAMMAR_HELP),
+    judge_max_tokens: int = typer.Option(400, min=1, help=JUDGE_MAX_TOKENS_HELP),
     calibrate: bool = typer.Option(
         False, "--calibrate", help="judge the shipped hand-labelled turns instead of a run: agreement per dimension"
     ),
@@ -107,7 +114,7 @@ def judge(
     )
 
     refuse_old_judge_flags("josh judge", backend, model, llm_options, grammar)
-    spec = judge_spec(judge, judge_options, grammar=judge_grammar, concurrency=concurrency)
+    spec = judge_spec(judge, judge_options, grammar=judge_grammar, concurrency=concurrency, max_tokens=judge_max_tokens)
     if calibrate:
         from josh.eval.judge.calibration import calibrate as run_calibration  # deferred: keeps josh --help light
         from josh.eval.judge.calibration import print_calibration  # deferred: keeps josh --help light
@@ -135,6 +142,7 @@ def arena(
     judge_options: list[str] | None = typer.Option(None, "--judge-option", help=JUDGE_OPTION_HELP),
     concurrency: int = typer.Option(8, min=1, help="judge requests in flight at the same time"),
     judge_grammar: bool = typer.Option(True, help=JUDGE_GRAMMAR_HELP),
+    judge_max_tokens: int = typer.Option(200, min=1, help="most tokens the judge writes per verdict"),
     backend: str | None = _old("--backend"),
     model: str | None = _old("--model"),
     llm_options: list[str] | None = _old("--llm-option"),
@@ -148,7 +156,7 @@ def arena(
     from josh.eval.judge.arena_runner import arena_session, arena_table, skipped_counts  # deferred: as above
 
     refuse_old_judge_flags("josh arena", backend, model, llm_options, grammar)
-    spec = judge_spec(judge, judge_options, grammar=judge_grammar, concurrency=concurrency)
+    spec = judge_spec(judge, judge_options, grammar=judge_grammar, concurrency=concurrency, max_tokens=judge_max_tokens)
     loaded = load_runs(runs)
     shared = len(shared_keys(loaded))
     skipped = ", ".join(f"{label} {count}" for label, count in skipped_counts(loaded).items())
@@ -157,7 +165,7 @@ def arena(
         raise ValueError("the runs share no (task, trial) conversation: evaluate them on the same tasks")
     summary = arena_session(
         loaded, out, backend=spec.backend, model=spec.model, llm_options=spec.llm_options,
-        concurrency=spec.concurrency, grammar=spec.grammar,
+        concurrency=spec.concurrency, grammar=spec.grammar, max_tokens=spec.max_tokens,
     )  # fmt: skip
     Console().print(arena_table(summary))
     typer.echo(f"-> {out}")

@@ -12,7 +12,15 @@ import typer
 from josh.cli.check_env import CheckEnvCommand, check_env
 from josh.cli.env import env_app
 from josh.cli.export import export_app
-from josh.cli.judging import JUDGE_GRAMMAR_HELP, JUDGE_HELP, JUDGE_OPTION_HELP, arena, judge, judge_after_eval
+from josh.cli.judging import (
+    JUDGE_GRAMMAR_HELP,
+    JUDGE_HELP,
+    JUDGE_MAX_TOKENS_HELP,
+    JUDGE_OPTION_HELP,
+    arena,
+    judge,
+    judge_after_eval,
+)
 from josh.cli.judging import judge_spec as judge_spec_of
 from josh.cli.options import MAX_TURNS, PROGRESS, RunCommand, key_values, option, run_options, split_option
 from josh.util.errors import reported, reports_errors, set_verbose
@@ -120,6 +128,7 @@ def eval_(
     judge: str | None = typer.Option(None, "--judge", help=f"then score every reply with {JUDGE_HELP}"),
     judge_options: list[str] | None = typer.Option(None, "--judge-option", help=JUDGE_OPTION_HELP),
     judge_grammar: bool = typer.Option(True, help=JUDGE_GRAMMAR_HELP),
+    judge_max_tokens: int = typer.Option(400, min=1, help=JUDGE_MAX_TOKENS_HELP),
 ) -> None:
     """Evaluate an agent (no search) on a split: average reward, 100% success, pass^k, error shares, cost."""
     from josh.eval.evaluate import evaluate, finished_count  # deferred: keeps josh --help light
@@ -130,7 +139,7 @@ def eval_(
 
     with reported(interrupted=f"finished conversations are in {out}/results.jsonl; rerun the same command to resume"):
         preflight(spec)
-        judge_spec = judge_spec_of(judge, judge_options, grammar=judge_grammar, check=True)
+        judge_spec = judge_spec_of(judge, judge_options, grammar=judge_grammar, max_tokens=judge_max_tokens, check=True)
         with noise_to(Path(out) / EVAL_LOG):
             built = build_components(spec, check_connection=False)
         try:
@@ -210,6 +219,7 @@ def extract(
     judge_threshold: int = typer.Option(3, min=1, max=5, help="a turn scored below this on any dimension fails"),
     judge_route: str = typer.Option("drop", help="a failed turn leaves SFT (drop), and is a KTO undesirable (kto)"),
     judge_grammar: bool = typer.Option(True, help=JUDGE_GRAMMAR_HELP),
+    judge_max_tokens: int = typer.Option(400, min=1, help=JUDGE_MAX_TOKENS_HELP),
     push_to_hub: str | None = typer.Option(
         None, "--push-to-hub", metavar="REPO", help="then push the files and their card to this Hub dataset repo"
     ),
@@ -223,7 +233,7 @@ def extract(
     from josh.harvest.judge_gate import JudgeGate  # deferred: keeps josh --help light
 
     with reported():
-        spec = judge_spec_of(judge, judge_options, grammar=judge_grammar)
+        spec = judge_spec_of(judge, judge_options, grammar=judge_grammar, max_tokens=judge_max_tokens)
         gate = None
         if spec is not None:
             gate = JudgeGate(**spec.model_dump(exclude={"concurrency"}), threshold=judge_threshold, route=judge_route)
@@ -235,7 +245,7 @@ def extract(
         )
         chosen = tuple(dict.fromkeys(formats)) if formats else TRL_FORMATS
         folder = Path(run) if Path(run).is_dir() else Path(run).parent
-        scorer = reply_judge(rollout_policy(folder), gate.uses_grammar) if gate else None
+        scorer = reply_judge(rollout_policy(folder), gate.uses_grammar, gate.max_tokens) if gate else None
         stats, out_dir = extract_run(
             run, out, config, tokenizer=tokenizer, skip_bad_lines=skip_bad_lines, formats=chosen,
             advantages=AdvantageConfig(subtree=subtree), judge=scorer,

@@ -23,7 +23,8 @@ SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 class RunInfo(BaseModel):
     """The provenance of one run; ``adapter`` is set when the model is a trained adapter (``model`` is its base);
-    ``judge`` (``BACKEND:MODEL``) and ``judge_prompt_version`` when an LLM judge scored the run's replies;
+    ``judge`` (``BACKEND:MODEL``), ``judge_prompt_version`` and ``judge_max_tokens`` when an LLM judge scored the
+    run's replies;
     ``env_options`` when the environment took options (``--env-option``)."""
 
     josh_version: str
@@ -44,6 +45,7 @@ class RunInfo(BaseModel):
     recipe: str | None = None
     judge: str | None = None
     judge_prompt_version: str | None = None
+    judge_max_tokens: int | None = None
 
 
 @functools.cache

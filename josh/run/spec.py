@@ -67,12 +67,14 @@ class RunSpec(UserSpec, AgentLLMSpec, AgentSpec, EnvSpec):
 
 class JudgeSpec(_Part):
     """An LLM judge: its backend, model and backend settings (``base_url`` among them), whether it answers under a
-    grammar, and how many requests it keeps in flight (``josh judge``, ``josh eval --judge``, ``extract.judge``)."""
+    grammar, the most tokens it writes per answer, and how many requests it keeps in flight (``josh judge``, ``josh
+    eval --judge``, ``josh arena``, ``extract.judge``)."""
 
     backend: str = Field("hf", description="the judge's LLM backend")
     model: str | None = Field("smollm2", description="the judge's model")
     llm_options: dict[str, Any] = Field(default_factory=dict, description="the judge backend's settings")
     grammar: bool = Field(True, description="constrain the judge's answer with a grammar (false for OpenAI's API)")
+    max_tokens: int = Field(400, ge=1, description="most tokens the judge writes per answer (a cut answer fails)")
     concurrency: int = Field(8, ge=1, description="judge requests in flight at the same time")
 
     @property

@@ -1,7 +1,8 @@
 """A real judge behind a real server (slow): ``josh serve``'s server (``transformers serve`` of SmolLM2 on loopback)
 judges a scripted evaluation through the openai backend, with ``josh eval --judge`` and then ``josh judge``. A 135M
 model may not follow the answer format: the test checks the plumbing (every reply has a judgement, every request
-reached the server), not the scores."""
+reached the server), not the scores, so the judge writes at most ``JUDGE_TOKENS`` tokens an answer (400 by default):
+an answer cut short is a counted failed judgement, asked again by ``josh judge``."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 SCRIPTED = ["--agent", "oracle", "--user", "agenda", "--limit", "1", "--max-turns", "1", "--no-progress"]
+JUDGE_TOKENS = 24
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +36,9 @@ def server(smollm2_server: ModelServer) -> Iterator[ModelServer]:
 
 
 def settings(server: ModelServer, flag: str) -> list[str]:
-    """The judge's endpoint, and patience: the server answers one request at a time on a busy CPU."""
-    return [flag, f"base_url={server.base_url}", flag, "timeout_s=600", flag, "max_concurrency=1"]
+    """The judge's endpoint, patience (the server answers one request at a time on a busy CPU) and token limit."""
+    options = [flag, f"base_url={server.base_url}", flag, "timeout_s=600", flag, "max_concurrency=1"]
+    return [*options, "--judge-max-tokens", str(JUDGE_TOKENS)]
 
 
 def assert_every_reply_judged(out: Path) -> None:
@@ -46,6 +49,8 @@ def assert_every_reply_judged(out: Path) -> None:
     assert not failed_requests  # every request reached the server (a grammar it takes none of: HTTP 422)
     summary = json.loads((out / "judge_summary.json").read_text())
     assert summary["replies"] == len(wanted) and summary["llm_calls"] == len(judgements)
+    assert summary["run"]["judge_max_tokens"] == JUDGE_TOKENS
+    assert summary["completion_tokens"] <= JUDGE_TOKENS * summary["llm_calls"]  # the limit reached the server
     assert 0 <= summary["failed"] <= len(wanted)
 
 

@@ -152,7 +152,8 @@ def test_a_merged_adapter_served_evaluates_as_in_process(adapter, merged, tmp_pa
     try:
         served = evaluate(tmp_path / "srv", "--backend", "openai", "--model", merged,
                           "--base-url", server.base_url, *PATIENT, tasks=1, turns=1)  # fmt: skip
-        reply = asyncio.run(trained_turn(make_llm("openai", merged, base_url=server.base_url, timeout_s=900)))
+        llm = make_llm("openai", merged, base_url=server.base_url, timeout_s=900)
+        reply = asyncio.run(trained_turn(llm, tokens=16))  # the call's opening is what it checks
     finally:
         server.stop()
     assert served == evaluate(tmp_path / "hf", "--backend", "hf", "--model", str(adapter), tasks=1, turns=1)
@@ -160,10 +161,10 @@ def test_a_merged_adapter_served_evaluates_as_in_process(adapter, merged, tmp_pa
     assert not reply.tool_calls and reply.text.startswith('<tool_call>\n{"name": "find_restaurant"')
 
 
-async def trained_turn(llm, upto: int = 2):
-    """The adapter's greedy answer to a prompt of its training conversations."""
+async def trained_turn(llm, upto: int = 2, tokens: int = 48):
+    """The adapter's greedy answer (at most ``tokens`` long) to a prompt of its training conversations."""
     convo = [Message.from_openai(m) for m in tool_conversation("chinese")[:upto]]
-    completions = await llm.chat(convo, tools=[FIND_TOOL], sampling=Sampling(temperature=0, max_new_tokens=48))
+    completions = await llm.chat(convo, tools=[FIND_TOOL], sampling=Sampling(temperature=0, max_new_tokens=tokens))
     return completions[0]
 
 

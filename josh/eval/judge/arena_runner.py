@@ -44,7 +44,8 @@ MAX_VERDICT_TOKENS = 200
 
 class ArenaSummary(Spent):
     """What ``arena_run`` measured; ``order_disagreements`` counts the conversation pairs whose two orders (both
-    judged) named different winners, out of ``both_orders``. Calls and tokens are the judge's."""
+    judged) named different winners, out of ``both_orders``. Calls and tokens are the judge's; ``max_tokens``: its
+    limit per verdict."""
 
     judge: str
     prompt_version: str = PROMPT_VERSION
@@ -57,6 +58,7 @@ class ArenaSummary(Spent):
     order_disagreements: int = 0
     models: dict[str, ModelRank] = Field(default_factory=dict)
     cost: float = 0.0
+    max_tokens: int = MAX_VERDICT_TOKENS
 
 
 class _Job(BaseModel):
@@ -77,12 +79,12 @@ def load_arena_judgements(out: Path) -> list[ArenaJudgement]:
 
 
 async def _judge_one(
-    llm: LLM, runs: dict[str, ArenaRun], job: _Job, policy: str | None, grammar: bool
+    llm: LLM, runs: dict[str, ArenaRun], job: _Job, policy: str | None, grammar: bool, max_tokens: int
 ) -> ArenaJudgement:
     task_id, trial = job.key
     out = ArenaJudgement(task_id=task_id, trial=trial, a=job.a, b=job.b)
     messages = arena_messages(runs[job.a].records[job.key], runs[job.b].records[job.key], policy)
-    text = await ask_judge(llm, messages, arena_grammar() if grammar else None, MAX_VERDICT_TOKENS, out)
+    text = await ask_judge(llm, messages, arena_grammar() if grammar else None, max_tokens, out)
     if text is None:
         return out
     try:
@@ -101,9 +103,10 @@ async def arena_run(
     policy: str | None = None,
     concurrency: int = 8,
     grammar: bool = True,
+    max_tokens: int = MAX_VERDICT_TOKENS,
 ) -> ArenaSummary:
     """Judge every ordered pair of ``runs`` on every shared conversation not yet judged (a failed judgement is
-    retried), then write the summary and the plot and return the summary."""
+    retried), each verdict at most ``max_tokens`` long, then write the summary and the plot and return the summary."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     previous = load_arena_judgements(out)
@@ -116,9 +119,10 @@ async def arena_run(
         if (*key, a, b) not in done
     ]
     by_label = {run.label: run for run in runs}
-    work = (_judge_one(llm, by_label, job, policy, grammar) for job in jobs)
+    work = (_judge_one(llm, by_label, job, policy, grammar, max_tokens) for job in jobs)
     new = await write_as_completed(out / ARENA_JUDGEMENTS, work, concurrency, lambda: stop_if_failing([llm]))
     summary = summarize_arena(runs, previous + new, judge=judge)
+    summary.max_tokens = max_tokens
     write_atomic(out / ARENA_SUMMARY, summary.model_dump_json(indent=2) + "\n")
     plot_arena(summary, out / ARENA_PLOT)
     return summary
@@ -133,6 +137,7 @@ def arena_session(
     llm_options: dict[str, Any],
     concurrency: int = 8,
     grammar: bool = True,
+    max_tokens: int = MAX_VERDICT_TOKENS,
 ) -> ArenaSummary:
     """``arena_run`` with the judge built from its backend, model and settings (and closed after), judging against the
     runs' domain policy. OpenAI's own API takes no grammar, so there the judge answers unconstrained."""
@@ -143,8 +148,9 @@ def arena_session(
     grammar = grammar and not (backend == "openai" and key[2] is None)
 
     work = arena_run(
-        runs, out, llms[key], judge=f"{backend}:{model}", policy=policy, concurrency=concurrency, grammar=grammar
-    )
+        runs, out, llms[key], judge=f"{backend}:{model}", policy=policy, concurrency=concurrency, grammar=grammar,
+        max_tokens=max_tokens,
+    )  # fmt: skip
     try:
         return run_session(list(llms.values()), work)
     finally:

@@ -20,7 +20,7 @@ from rich.table import Table
 from josh.core.llm import LLM, run_session
 from josh.eval.judge.grounding import ungrounded
 from josh.eval.judge.rubric import DIMENSIONS, PROMPT_VERSION, TurnJudgement
-from josh.eval.judge.runner import judge_turn
+from josh.eval.judge.runner import MAX_JUDGE_TOKENS, judge_turn
 from josh.eval.judge.session import build_judge
 from josh.run.spec import JudgeSpec
 from josh.types import Message, ToolCall, assistant, tool_result, user
@@ -104,6 +104,7 @@ async def calibrate_llm(
     policy: str | None,
     grammar: bool = True,
     concurrency: int = 8,
+    max_tokens: int = MAX_JUDGE_TOKENS,
 ) -> CalibrationReport:
     """Judge every calibration item with ``llm`` and measure its agreement with the labels."""
     gate = asyncio.Semaphore(concurrency)
@@ -111,7 +112,7 @@ async def calibrate_llm(
     async def one(item: CalibrationItem) -> TurnJudgement:
         async with gate:
             out = TurnJudgement(task_id=item.id, turn=len(item.messages()), judge=judge, prompt_version=PROMPT_VERSION)
-            return await judge_turn(llm, item.messages(), assistant(item.reply), policy, grammar, out)
+            return await judge_turn(llm, item.messages(), assistant(item.reply), policy, grammar, out, max_tokens)
 
     judged = await asyncio.gather(*(one(item) for item in items))
     failed = sum(j.error is not None for j in judged)
@@ -137,7 +138,7 @@ def calibrate(spec: JudgeSpec, items: list[CalibrationItem] | None = None) -> Ca
 
     work = calibrate_llm(
         llm, judge=spec.name, items=items or load_calibration(), policy=POLICY, grammar=spec.uses_grammar,
-        concurrency=spec.concurrency,
+        concurrency=spec.concurrency, max_tokens=spec.max_tokens,
     )  # fmt: skip
     try:
         return run_session([llm], work)

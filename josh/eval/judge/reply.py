@@ -12,17 +12,23 @@ from pathlib import Path
 from josh.core.llm import LLM
 from josh.envs import build_env
 from josh.eval.judge.rubric import PROMPT_VERSION, TurnJudgement
-from josh.eval.judge.runner import judge_turn, policy_of
+from josh.eval.judge.runner import MAX_JUDGE_TOKENS, judge_turn, policy_of
 from josh.types import Message
 from josh.util.layout import ROLLOUT_STATS
 
 
 async def judge_reply(
-    llm: LLM, context: list[Message], reply: Message, policy: str | None, grammar: bool
+    llm: LLM,
+    context: list[Message],
+    reply: Message,
+    policy: str | None,
+    grammar: bool,
+    max_tokens: int = MAX_JUDGE_TOKENS,
 ) -> TurnJudgement:
-    """Scores of ``reply`` after ``context`` (its ``turn``: the reply's index, ``len(context)``)."""
+    """Scores of ``reply`` after ``context`` (its ``turn``: the reply's index, ``len(context)``), the judge's answer
+    at most ``max_tokens`` long."""
     out = TurnJudgement(task_id="", turn=len(context), prompt_version=PROMPT_VERSION)
-    return await judge_turn(llm, context, reply, policy, grammar, out)
+    return await judge_turn(llm, context, reply, policy, grammar, out, max_tokens)
 
 
 @dataclass(frozen=True)
@@ -32,15 +38,16 @@ class BoundJudge:
 
     policy: str | None
     grammar: bool
+    max_tokens: int = MAX_JUDGE_TOKENS
     prompt_version: str = PROMPT_VERSION
 
     async def __call__(self, llm: LLM, context: list[Message], reply: Message) -> TurnJudgement:
-        return await judge_reply(llm, context, reply, self.policy, self.grammar)
+        return await judge_reply(llm, context, reply, self.policy, self.grammar, self.max_tokens)
 
 
-def reply_judge(policy: str | None, grammar: bool) -> BoundJudge:
+def reply_judge(policy: str | None, grammar: bool, max_tokens: int = MAX_JUDGE_TOKENS) -> BoundJudge:
     """``judge_reply`` against ``policy`` (``None``: the policy dimension is not judged)."""
-    return BoundJudge(policy, grammar)
+    return BoundJudge(policy, grammar, max_tokens)
 
 
 def rollout_policy(folder: Path) -> str | None:

@@ -33,7 +33,7 @@ from josh.util.atomic import write_atomic
 from josh.util.jsonl import read_models, write_as_completed
 from josh.util.layout import JUDGE_SUMMARY, JUDGEMENTS, RESULTS
 
-MAX_JUDGE_TOKENS = 400
+MAX_JUDGE_TOKENS = 400  # the default of ``JudgeSpec.max_tokens``
 
 
 class JudgeSummary(Spent):
@@ -95,14 +95,20 @@ async def ask_judge(llm: LLM, messages: list[Message], grammar: str | None, max_
 
 
 async def judge_turn(
-    llm: LLM, context: list[Message], reply: Message, policy: str | None, grammar: bool, out: TurnJudgement
+    llm: LLM,
+    context: list[Message],
+    reply: Message,
+    policy: str | None,
+    grammar: bool,
+    out: TurnJudgement,
+    max_tokens: int = MAX_JUDGE_TOKENS,
 ) -> TurnJudgement:
-    """Fill ``out`` with the judge's scores of ``reply`` after ``context`` (or its error); never raises for a failed
-    request or an unusable answer."""
+    """Fill ``out`` with the judge's scores of ``reply`` after ``context`` (or its error), its answer at most
+    ``max_tokens`` long; never raises for a failed request or an unusable answer."""
     names = [n for n in DIMENSIONS if policy or n != "policy"]
     constraint = judge_grammar(policy is not None) if grammar else None
     out.scores = {n: None for n in DIMENSIONS}
-    text = await ask_judge(llm, judge_messages(context, reply, policy), constraint, MAX_JUDGE_TOKENS, out)
+    text = await ask_judge(llm, judge_messages(context, reply, policy), constraint, max_tokens, out)
     if text is None:
         return out
     try:
@@ -115,12 +121,14 @@ async def judge_turn(
     return out
 
 
-async def _judge_one(llm: LLM, job: _Job, policy: str | None, grammar: bool, judge: str) -> TurnJudgement:
+async def _judge_one(
+    llm: LLM, job: _Job, policy: str | None, grammar: bool, judge: str, max_tokens: int
+) -> TurnJudgement:
     record, turn = job.record, job.turn
     out = TurnJudgement(
         task_id=record.task_id, trial=record.trial, turn=turn, judge=judge, prompt_version=PROMPT_VERSION
     )
-    return await judge_turn(llm, record.messages[:turn], record.messages[turn], policy, grammar, out)
+    return await judge_turn(llm, record.messages[:turn], record.messages[turn], policy, grammar, out, max_tokens)
 
 
 async def judge_run(
@@ -131,10 +139,12 @@ async def judge_run(
     judge: str,
     concurrency: int = 8,
     grammar: bool = True,
+    max_tokens: int = MAX_JUDGE_TOKENS,
     run: RunInfo | None = None,
 ) -> JudgeSummary:
     """Judge every reply of ``run_dir``'s conversations that ``judge`` has not yet judged (a failed judgement is
-    retried), then write and return the summary (``run``: the provenance it records)."""
+    retried), each answer at most ``max_tokens`` long, then write and return the summary (``run``: the provenance it
+    records)."""
     run_dir = Path(run_dir)
     records = load_finished(run_dir) if (run_dir / RESULTS).is_file() else []
     if not records:
@@ -144,7 +154,7 @@ async def judge_run(
     done = {j.key for j in previous if j.error is None}
     jobs = [_Job(record=r, turn=t) for r in records for t in reply_turns(r) if (r.task_id, r.trial, t) not in done]
     policy = policy_of(env)
-    work = (_judge_one(llm, job, policy, grammar, judge) for job in jobs)
+    work = (_judge_one(llm, job, policy, grammar, judge, max_tokens) for job in jobs)
     new = await write_as_completed(run_dir / JUDGEMENTS, work, concurrency, lambda: stop_if_failing([llm]))
     summary = summarize(previous + new, judge=judge)
     summary.wall_s, summary.run = round(time.perf_counter() - start, 3), run

@@ -52,7 +52,8 @@ def self_judging(run: dict[str, Any], spec: JudgeSpec) -> str | None:
 
 
 def record_judge(folder: Path, spec: JudgeSpec) -> None:
-    """Name the judge and its prompt version in ``summary.json``'s ``run`` block (when the folder has one)."""
+    """Name the judge, its prompt version and token limit in ``summary.json``'s ``run`` block (when the folder has
+    one)."""
     path = folder / SUMMARY
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
@@ -60,7 +61,7 @@ def record_judge(folder: Path, spec: JudgeSpec) -> None:
         return
     if not isinstance(summary, dict) or not isinstance(summary.get("run"), dict):
         return
-    summary["run"].update(judge=spec.name, judge_prompt_version=PROMPT_VERSION)
+    summary["run"].update(judge=spec.name, judge_prompt_version=PROMPT_VERSION, judge_max_tokens=spec.max_tokens)
     write_atomic(path, json.dumps(summary, indent=2) + "\n")
 
 
@@ -92,11 +93,11 @@ def judge_folder(folder: str | Path, spec: JudgeSpec, env: Env) -> JudgeSummary:
     if not (folder / RESULTS).is_file():
         raise FileNotFoundError(f"no conversations to judge in {folder}: run `josh eval --out {folder}` first")
     llm = build_judge(spec)
-    provenance = run_info(judge=spec.name, judge_prompt_version=PROMPT_VERSION)
-
+    provenance = run_info(judge=spec.name, judge_prompt_version=PROMPT_VERSION, judge_max_tokens=spec.max_tokens)
     work = judge_run(
-        folder, env, llm, judge=spec.name, concurrency=spec.concurrency, grammar=spec.uses_grammar, run=provenance
-    )
+        folder, env, llm, judge=spec.name, concurrency=spec.concurrency, grammar=spec.uses_grammar,
+        max_tokens=spec.max_tokens, run=provenance,
+    )  # fmt: skip
     try:
         summary = run_session([llm], work)
     finally:

@@ -84,7 +84,9 @@ class ExtractStage(Stage):
             matched = f", a random {stats.sft} of {stats.random_pool} to match JOSH's rows" if stats.random_pool else ""
             self.ctx.log(f"  {stats.sft} random branches from {stats.trees} trees ({stats.trimmed} trimmed{matched})")
             return
-        judge = reply_judge(policy_of(self.ctx.env), spec.judge.uses_grammar) if spec.judge else None
+        judge = (
+            reply_judge(policy_of(self.ctx.env), spec.judge.uses_grammar, spec.judge.max_tokens) if spec.judge else None
+        )
         stats = extract(self.trees, self.folder, spec, count_tokens=count, counter_name=counter, judge=judge)
         self.ctx.log(
             f"  {stats.accepted}/{stats.trees} trees used ({stats.rewarded} rewarded, {stats.trimmed} trimmed): "
