@@ -165,13 +165,16 @@ async def test_a_bad_request_fails_alone(engine) -> None:
 
 
 async def test_seeded_requests_over_the_step_budget_do_not_kill_the_engine(engine) -> None:
-    """Eight seeded ~1,500-token prompts at once exceed the engine's per-step token budget; with chunked prefill on,
-    vLLM's CPU build died rewinding a seeded generator of a half-prefilled prompt."""
-    prompts = [[user(f"request {k}: " + "word " * 1500)] for k in range(8)]
+    """Three seeded ~1,500-token prompts at once exceed the engine's per-step token budget (4,096, its
+    max_model_len, with chunked prefill off); with chunked prefill on, the third is half-prefilled in the first step,
+    and vLLM's CPU build died rewinding a seeded generator of a half-prefilled prompt."""
+    prompts = [[user(f"request {k}: " + "word " * 1500)] for k in range(3)]
     replies = await asyncio.gather(
         *(engine.chat(p, sampling=Sampling(temperature=1.0, seed=k, max_new_tokens=4)) for k, p in enumerate(prompts))
     )
     assert all(r[0].completion_tokens > 0 for r in replies) and not engine.dead
+    scheduler = engine._engine.engine.scheduler_config
+    assert sum(r[0].prompt_tokens for r in replies) > scheduler.max_num_batched_tokens
 
 
 async def test_greedy_n_gives_the_greedy_reply_n_times(engine) -> None:
