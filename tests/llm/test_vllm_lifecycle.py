@@ -42,6 +42,7 @@ def test_close_ends_the_engine_processes() -> None:
 
 
 def test_an_engine_that_dies_mid_run_stops_it_and_a_rerun_resumes(tmp_path) -> None:
+    """Two engine starts (the killed run's, its rerun's), each the command's own: the engine's death is the subject."""
     import threading
     import time
 
