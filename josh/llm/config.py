@@ -62,7 +62,12 @@ class VLLMConfig(_LocalSettings):
     max_model_len: int | None = Field(None, ge=1, description="longest prompt + reply (default: the model's)")
     tensor_parallel_size: int = Field(1, ge=1)
     enable_lora: bool | None = Field(None, description="serve LoRA adapters (default: when an adapter is given)")
-    max_lora_rank: int = Field(64, ge=1)
+    max_lora_rank: int | None = Field(
+        None,
+        ge=1,
+        description="highest LoRA rank served (default: on a CPU the starting adapter's rank, rounded up to a size vLLM "
+        "takes, since a CPU engine's LoRA work grows with this limit; else 64)",
+    )
     max_loras: int = Field(4, ge=1, description="adapters one batch may mix")
     enforce_eager: bool | None = Field(None, description="no CUDA graphs / compilation (default: on a CPU only)")
     structured_outputs_backend: Literal["guidance", "xgrammar", "outlines", "auto"] = Field(

@@ -325,3 +325,25 @@ async def test_on_a_cpu_the_base_model_beside_adapters_is_a_zero_adapter(fake_vl
     assert load_file(f"{zero}/adapter_model.safetensors")["lora_A.weight"].abs().sum() == 0
     llm.close()
     assert not os.path.exists(zero)
+
+
+def test_a_cpu_engine_sizes_its_lora_rank_limit_to_the_adapter_it_starts_with(fake_vllm, tmp_path):
+    """A CPU engine's LoRA work grows with max_lora_rank, not with the adapter's rank: unless set, the limit is the
+    starting adapter's rank rounded up to a size vLLM takes; a GPU engine, or one started without an adapter, keeps 64."""
+    fake_vllm["vllm.platforms"].current_platform = types.SimpleNamespace(device_type="cpu")
+    limits = {}
+    for name, rank, settings in (("r8", 8, {}), ("r12", 12, {}), ("set", 8, {"max_lora_rank": 32})):
+        VLLMLLM(str(tmp_path), adapter=adapter(tmp_path, name, rank=rank), **settings).close()
+        limits[name] = FakeAsyncLLM.instances[-1].args.max_lora_rank
+    VLLMLLM(str(tmp_path), enable_lora=True).close()
+    limits["no adapter"] = FakeAsyncLLM.instances[-1].args.max_lora_rank
+    assert limits == {"r8": 8, "r12": 16, "set": 32, "no adapter": 64}
+    llm = VLLMLLM(str(tmp_path), adapter=str(tmp_path / "r8"))
+    with pytest.raises(
+        ValueError, match="rank 12, above max_lora_rank=8: start the engine with --llm-option max_lora_rank=16"
+    ):
+        llm.with_adapter(str(tmp_path / "r12"))
+    llm.close()
+    fake_vllm["vllm.platforms"].current_platform = types.SimpleNamespace(device_type="cuda")
+    VLLMLLM(str(tmp_path), adapter=str(tmp_path / "r8")).close()
+    assert FakeAsyncLLM.instances[-1].args.max_lora_rank == 64
