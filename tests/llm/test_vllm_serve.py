@@ -36,7 +36,9 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 REACT = ["--agent", "react"]  # the served agent of docs/scaling.md: tools in its prompt, replies parsed from text
-MAX_LORA_RANK = 16  # the loop's adapters (demo-cpu.yaml) have rank 16, the LoRA module (tiny-sft.yaml) rank 8
+# the loop's adapters (rank 16 in demo-cpu.yaml, 8 here) and the LoRA module (tiny-sft.yaml) have rank 8: vLLM's CPU
+# LoRA kernels work at --max-lora-rank, not at an adapter's rank, so the server's limit is theirs
+MAX_LORA_RANK = 8
 SERVER_ENV = {
     "VLLM_CPU_KVCACHE_SPACE": "2",
     "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True",  # the loop loads its adapters into the running server
@@ -153,6 +155,8 @@ LOOP = [
     "setup.llm_options.timeout_s=600",
     "sft.optim.max_steps=1",
     "sft.max_length=768",
+    f"sft.lora.r={MAX_LORA_RANK}",
+    f"sft.lora.alpha={2 * MAX_LORA_RANK}",
 ]
 
 
