@@ -1,5 +1,7 @@
 """The paper's ToolWOZ, fetched from the package index and converted once per test session (slow tests only)."""
 
+import json
+import os
 import shutil
 from pathlib import Path
 from typing import NamedTuple
@@ -18,12 +20,26 @@ class PaperInstall(NamedTuple):
 def paper_install(tmp_path_factory: pytest.TempPathFactory, paper_wheel: Path) -> PaperInstall:
     """Install into a fresh cache, interrupting the first try at its conversion (Ctrl-C), then rerunning it. The
     cache starts with the session's verified wheel (``paper_wheel``, which tested the download), as a second
-    install on a machine finds it."""
+    install on a machine finds it. Under pytest-xdist the workers share it (read-only): the first to ask installs
+    it under a file lock, so the paper modules pay for one install whichever workers they land on."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    root = root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root  # the session's folder, not the worker's
+    cache, record = root / "paper-josh-cache", root / "paper-josh-cache.json"
+    with FileLock(f"{cache}.lock"):
+        if not record.is_file():
+            left = _install(cache, paper_wheel)
+            record.write_text(json.dumps(left))
+    return PaperInstall(cache, json.loads(record.read_text()))
+
+
+def _install(cache: Path, paper_wheel: Path) -> list[str]:
+    """The install of ``paper_install`` into ``cache``; what the interrupted first try left there."""
     from josh.envs.toolwoz import paper_data, paper_package
 
-    cache = tmp_path_factory.mktemp("josh-cache")
     wheels = cache / paper_package.PACKAGE
-    wheels.mkdir()
+    wheels.mkdir(parents=True)
     shutil.copyfile(paper_wheel, wheels / paper_package.WHEEL)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("JOSH_CACHE", str(cache))
@@ -38,7 +54,7 @@ def paper_install(tmp_path_factory: pytest.TempPathFactory, paper_wheel: Path) -
         patch.undo()
         patch.setenv("JOSH_CACHE", str(cache))
         paper_data.install_paper_toolwoz()
-    return PaperInstall(cache, left)
+    return left
 
 
 @pytest.fixture
