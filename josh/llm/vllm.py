@@ -63,8 +63,11 @@ def lora_rank_limit(config: VLLMConfig, on_cpu: bool, adapter: str | None) -> in
     if config.max_lora_rank is not None:
         return config.max_lora_rank
     rank = _rank(adapter) if on_cpu and adapter is not None and is_adapter_dir(adapter) else 0
-    if not rank:
-        return DEFAULT_LORA_RANK
+    return lora_size(rank) if rank else DEFAULT_LORA_RANK
+
+
+def lora_size(rank: int) -> int:
+    """The smallest ``max_lora_rank`` vLLM takes that serves an adapter of ``rank``."""
     return next((size for size in LORA_RANKS if size >= rank), rank)
 
 
@@ -219,7 +222,7 @@ def check_adapter(adapter: str, args: dict[str, Any]) -> None:
     if rank > limit:
         raise ValueError(
             f"adapter {adapter!r} has rank {rank}, above max_lora_rank={limit}: start the engine with "
-            f"--llm-option max_lora_rank={next((size for size in LORA_RANKS if size >= rank), rank)}"
+            f"--llm-option max_lora_rank={lora_size(rank)}"
         )
     base = _shape(config.get("base_model_name_or_path"))
     served = _shape(args["model"])
