@@ -22,11 +22,11 @@ def stamp(path: Path) -> Stamp:
 
 
 class FolderCache(Generic[T]):
-    """``load(folder)`` once per folder while the files ``files(folder)`` names keep their stamps; a failed load is
-    not kept (the next call tries again)."""
+    """``load(folder)`` once per folder while its files ``names`` keep their stamps; a failed load is not kept (the
+    next call tries again)."""
 
-    def __init__(self, load: Callable[[Path], T], files: Callable[[Path], Iterable[Path]], maxsize: int = 8) -> None:
-        self._files = files
+    def __init__(self, load: Callable[[Path], T], names: Iterable[str], maxsize: int = 8) -> None:
+        self._names = tuple(names)
         self._loaded = lru_cache(maxsize)(self._load_once)
         self._load = load
 
@@ -35,7 +35,7 @@ class FolderCache(Generic[T]):
 
     def __call__(self, folder: Path) -> T:
         folder = folder.resolve()
-        return self._loaded(folder, tuple(stamp(f) for f in self._files(folder)))
+        return self._loaded(folder, tuple(stamp(folder / name) for name in self._names))
 
     def clear(self) -> None:
         """Forget every load."""

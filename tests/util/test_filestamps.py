@@ -13,7 +13,7 @@ def counting_cache() -> tuple[FolderCache[str], list[Path]]:
         loads.append(folder)
         return (folder / "a.txt").read_text() + (folder / "b.txt").read_text()
 
-    return FolderCache(load, lambda folder: [folder / "a.txt", folder / "b.txt"]), loads
+    return FolderCache(load, ["a.txt", "b.txt"]), loads
 
 
 def test_an_unchanged_folder_loads_once_however_it_is_named(tmp_path: Path) -> None:

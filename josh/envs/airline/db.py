@@ -129,7 +129,7 @@ def read_db(data_dir: Path | str) -> AirlineDB:
     return AirlineDB.build(users, reservations, flights, (path / "policy.md").read_text(encoding="utf-8"))
 
 
-_cached: FolderCache[AirlineDB] = FolderCache(read_db, lambda folder: [folder / name for name in DATA_FILES], 4)
+_cached: FolderCache[AirlineDB] = FolderCache(read_db, DATA_FILES, 4)
 
 
 def load_db(data_dir: Path | str) -> AirlineDB:

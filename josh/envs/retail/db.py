@@ -140,7 +140,7 @@ def _read(path: Path) -> RetailDB:
     return RetailDB.build(users, orders, products, (path / "policy.md").read_text(encoding="utf-8"))
 
 
-_cached: FolderCache[RetailDB] = FolderCache(_read, lambda folder: [folder / name for name in DATA_FILES], 4)
+_cached: FolderCache[RetailDB] = FolderCache(_read, DATA_FILES, 4)
 
 
 def load_db(data_dir: Path | str) -> RetailDB:

@@ -220,14 +220,13 @@ class ToolWOZDB:
         return self.tables[domain]
 
 
-def _table_files(folder: Path) -> list[Path]:
-    return [folder / f"{domain}_db.json" for domain in DOMAINS]
+TABLE_FILES = tuple(f"{domain}_db.json" for domain in DOMAINS)
 
 
 def _read(folder: Path) -> ToolWOZDB:
     return ToolWOZDB(
-        {domain: load_table(path, domain) for domain, path in zip(DOMAINS, _table_files(folder), strict=True)}
+        {domain: load_table(folder / name, domain) for domain, name in zip(DOMAINS, TABLE_FILES, strict=True)}
     )
 
 
-_loaded: FolderCache[ToolWOZDB] = FolderCache(_read, _table_files)
+_loaded: FolderCache[ToolWOZDB] = FolderCache(_read, TABLE_FILES)
