@@ -16,6 +16,7 @@ from josh.util.layout import EVAL_LOG, RESULTS
 
 JUDGE_HELP = "the LLM judge, BACKEND:MODEL (e.g. hf:smollm2, openai:gpt-4.1)"
 JUDGE_OPTION_HELP = "judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
+JUDGE_MAX_TOKENS = 400  # JudgeSpec.max_tokens's default (josh.run.spec is not imported here: it keeps --help light)
 JUDGE_MAX_TOKENS_HELP = "most tokens the judge writes per answer (an answer cut short counts as a failed judgement)"
 JUDGE_GRAMMAR_HELP = "constrain the judge's answer with a grammar (off for servers that take none: josh serve; OpenAI's API never gets one)"
 OLD_JUDGE_FLAGS = "--backend, --model, --llm-option and --grammar"
@@ -27,7 +28,7 @@ def judge_spec(
     *,
     grammar: bool = True,
     concurrency: int = 8,
-    max_tokens: int = 400,
+    max_tokens: int = JUDGE_MAX_TOKENS,
     check: bool = False,
 ) -> Any:
     """The judge of every command that takes one: ``--judge BACKEND:MODEL`` with its ``--judge-option`` settings,
@@ -95,7 +96,7 @@ def judge(
     data: str | None = typer.Option(None, help="its data (default: the one its summary.json names)"),
     concurrency: int = typer.Option(8, min=1, help="judge requests in flight at the same time"),
     judge_grammar: bool = typer.Option(True, help=JUDGE_GRAMMAR_HELP),
-    judge_max_tokens: int = typer.Option(400, min=1, help=JUDGE_MAX_TOKENS_HELP),
+    judge_max_tokens: int = typer.Option(JUDGE_MAX_TOKENS, min=1, help=JUDGE_MAX_TOKENS_HELP),
     calibrate: bool = typer.Option(
         False, "--calibrate", help="judge the shipped hand-labelled turns instead of a run: agreement per dimension"
     ),

@@ -15,6 +15,7 @@ from josh.cli.export import export_app
 from josh.cli.judging import (
     JUDGE_GRAMMAR_HELP,
     JUDGE_HELP,
+    JUDGE_MAX_TOKENS,
     JUDGE_MAX_TOKENS_HELP,
     JUDGE_OPTION_HELP,
     arena,
@@ -128,7 +129,7 @@ def eval_(
     judge: str | None = typer.Option(None, "--judge", help=f"then score every reply with {JUDGE_HELP}"),
     judge_options: list[str] | None = typer.Option(None, "--judge-option", help=JUDGE_OPTION_HELP),
     judge_grammar: bool = typer.Option(True, help=JUDGE_GRAMMAR_HELP),
-    judge_max_tokens: int = typer.Option(400, min=1, help=JUDGE_MAX_TOKENS_HELP),
+    judge_max_tokens: int = typer.Option(JUDGE_MAX_TOKENS, min=1, help=JUDGE_MAX_TOKENS_HELP),
 ) -> None:
     """Evaluate an agent (no search) on a split: average reward, 100% success, pass^k, error shares, cost."""
     from josh.eval.evaluate import evaluate, finished_count  # deferred: keeps josh --help light
@@ -219,7 +220,7 @@ def extract(
     judge_threshold: int = typer.Option(3, min=1, max=5, help="a turn scored below this on any dimension fails"),
     judge_route: str = typer.Option("drop", help="a failed turn leaves SFT (drop), and is a KTO undesirable (kto)"),
     judge_grammar: bool = typer.Option(True, help=JUDGE_GRAMMAR_HELP),
-    judge_max_tokens: int = typer.Option(400, min=1, help=JUDGE_MAX_TOKENS_HELP),
+    judge_max_tokens: int = typer.Option(JUDGE_MAX_TOKENS, min=1, help=JUDGE_MAX_TOKENS_HELP),
     push_to_hub: str | None = typer.Option(
         None, "--push-to-hub", metavar="REPO", help="then push the files and their card to this Hub dataset repo"
     ),

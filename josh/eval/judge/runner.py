@@ -28,12 +28,13 @@ from josh.eval.metrics import Interval, bootstrap
 from josh.llm.health import stop_if_failing
 from josh.run.conversation import ConversationRecord
 from josh.run.info import RunInfo
+from josh.run.spec import JudgeSpec
 from josh.types import Message
 from josh.util.atomic import write_atomic
 from josh.util.jsonl import read_models, write_as_completed
 from josh.util.layout import JUDGE_SUMMARY, JUDGEMENTS, RESULTS
 
-MAX_JUDGE_TOKENS = 400  # the default of ``JudgeSpec.max_tokens``
+MAX_JUDGE_TOKENS: int = JudgeSpec.model_fields["max_tokens"].default
 
 
 class JudgeSummary(Spent):
