@@ -21,6 +21,7 @@ from josh.cli.serve import ModelServer, served_folder
 from josh.llm.base import Sampling
 from josh.llm.factory import make_llm
 from josh.types import Message
+from tests.cli.conftest import SERVER_OPTIONS
 from tests.served_outage import check_stopped, kill_mid_runs, latest, rerun, restart
 from tests.training_data import FIND_TOOL, tool_conversation, write_jsonl
 
@@ -57,7 +58,7 @@ def unbuffered_server_logs() -> Iterator[None]:
 
 
 def start(folder: str, log: Path) -> ModelServer:
-    return ModelServer(folder, options=["--device", "cpu"], log=log).start()
+    return ModelServer(folder, options=SERVER_OPTIONS, log=log).start()
 
 
 @pytest.fixture(scope="module")

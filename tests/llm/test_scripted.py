@@ -13,12 +13,14 @@ from josh.types import ToolCall, assistant, system, user
 
 
 async def test_latency_overlaps_for_concurrent_requests():
+    """Twenty requests of 100 ms overlap: every one is awaiting its latency before the first returns. Checked by the
+    count in flight, not by a wall-clock bound (that measured the machine: 0.506 s once beside a served model)."""
     llm = ScriptedLLM(["ok"], latency_s=0.1)
     start = time.perf_counter()
     await asyncio.gather(*(llm.chat([user(f"q{i}")]) for i in range(20)))
-    elapsed = time.perf_counter() - start
-    assert elapsed < 0.1 * 5, f"20 requests of 100 ms took {elapsed:.2f}s; they should overlap"
     assert llm.peak_in_flight == 20
+    assert llm.in_flight == 0
+    assert time.perf_counter() - start >= 0.1, "the latency was not awaited"
 
 
 async def test_concurrency_limit_serialises_requests():
