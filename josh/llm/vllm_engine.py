@@ -15,6 +15,7 @@ import gc
 import itertools
 import multiprocessing
 import shutil
+import sys
 import tempfile
 import threading
 from collections.abc import Coroutine
@@ -124,8 +125,7 @@ class AsyncEngine:
         if self._zero_folder is not None:
             shutil.rmtree(self._zero_folder, ignore_errors=True)
         multiprocessing.active_children()  # reaps the engine's exited processes
-        gc.collect()
-        _empty_device_cache()
+        _release_device_memory()
 
     async def _cancel_requests(self) -> None:
         """Cancel the requests still in flight (their callers get ``CancelledError``), so none outlives the engine."""
@@ -141,11 +141,13 @@ class AsyncEngine:
         self._loop.close()
 
 
-def _empty_device_cache() -> None:
-    """Return cached GPU memory to the device, so a later engine in this process can claim it."""
-    import torch
-
-    if torch.cuda.is_available():
+def _release_device_memory() -> None:
+    """Collect the engine's garbage and return cached GPU memory to the device, so a later engine in this process can
+    claim it. Without CUDA there is no device memory to return: the full collection (a pass over every object of the
+    process, half a second in a large one) is skipped, and so is importing torch where vLLM never did."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        gc.collect()
         torch.cuda.empty_cache()
 
 
