@@ -1,3 +1,4 @@
+import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,11 @@ os.environ.setdefault("WANDB_MODE", "offline")
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
+
+# A test process holds millions of long-lived objects (τ²'s databases and tasks, torch, transformers, litellm), and
+# CPython's default thresholds run a full collection over all of them every few hundred thousand allocations: a third
+# of the CPU of the τ² tests (9 of 21 s in tests/envs/tau2/test_rewards.py). Rarer collections find the same garbage.
+gc.set_threshold(10_000, 20, 100)
 
 # ``$JOSH_SHARED_DATA`` points a worktree that is not beside ``shared/`` at the data.
 SHARED_DATA = Path(os.environ.get("JOSH_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
