@@ -55,23 +55,28 @@ def win_matrix(models: Sequence[str], outcomes: Sequence[Outcome]) -> np.ndarray
 
 def bradley_terry(wins: np.ndarray, *, prior: float = 1.0, tol: float = 1e-10, max_iter: int = 10_000) -> np.ndarray:
     """Strengths (geometric mean 1) maximising the Bradley-Terry likelihood of ``wins`` plus ``prior`` virtual ties
-    between every two models, by minorisation-maximisation."""
+    between every two models, by minorisation-maximisation. ``wins`` may be a stack of matrices (``[..., k, k]``):
+    each is fitted on its own, all in the same vectorised steps, and stops where it converges, as alone."""
     if prior <= 0:
         raise ValueError(f"prior must be positive (it keeps strengths finite), got {prior}")
-    k = len(wins)
+    w = np.asarray(wins, dtype=float)
+    k, stack = w.shape[-1], w.shape[:-2]
     if k < 2:
-        return np.ones(k)
-    w = np.asarray(wins, dtype=float) + prior / 2 * (np.ones((k, k)) - np.eye(k))
-    games, total = w + w.T, w.sum(axis=1)
-    log_p = np.zeros(k)
+        return np.ones((*stack, k))
+    w = w.reshape(-1, k, k) + prior / 2 * (np.ones((k, k)) - np.eye(k))
+    games, total = w + w.transpose(0, 2, 1), np.log(w.sum(axis=2))
+    log_p = np.zeros((len(w), k))
+    going = np.arange(len(w))  # the fits that have not converged yet
     for _ in range(max_iter):
-        p = np.exp(log_p)
-        new = np.log(total) - np.log((games / (p[:, None] + p[None, :])).sum(axis=1))
-        new -= new.mean()
-        change, log_p = np.abs(new - log_p).max(), new
-        if change < tol:
+        p = np.exp(log_p[going])
+        new = total[going] - np.log((games[going] / (p[:, :, None] + p[:, None, :])).sum(axis=2))
+        new -= new.mean(axis=1, keepdims=True)
+        change = np.abs(new - log_p[going]).max(axis=1)
+        log_p[going] = new
+        going = going[change >= tol]
+        if not len(going):
             break
-    return np.exp(log_p)
+    return np.exp(log_p).reshape(*stack, k)
 
 
 def bootstrap_strengths(
@@ -84,10 +89,10 @@ def bootstrap_strengths(
     if not groups:
         return {m: Interval(mean=float(p), low=float(p), high=float(p)) for m, p in zip(models, point, strict=True)}
     rng = np.random.default_rng(seed)
-    draws = np.empty((samples, len(models)))
-    for s in range(samples):
-        counts = np.bincount(rng.integers(0, len(groups), size=len(groups)), minlength=len(groups))
-        draws[s] = bradley_terry(np.tensordot(counts, per_group, axes=1))
+    counts = [
+        np.bincount(rng.integers(0, len(groups), size=len(groups)), minlength=len(groups)) for _ in range(samples)
+    ]
+    draws = bradley_terry(np.tensordot(np.array(counts), per_group, axes=1))  # one resample of the tasks per row
     draws.sort(axis=0)
     low, high = draws[int(0.025 * (samples - 1))], draws[math.ceil(0.975 * (samples - 1))]
     return {m: Interval(mean=float(point[i]), low=float(low[i]), high=float(high[i])) for i, m in enumerate(models)}

@@ -58,6 +58,16 @@ def test_sampled_verdicts_rank_the_models_in_their_true_order_with_separated_int
     assert ranks["strong"].wins + ranks["strong"].losses == 60 * 4 and ranks["strong"].ties == 0
 
 
+def test_a_stack_of_win_matrices_is_fitted_each_as_alone() -> None:
+    models = list(TRUE)
+    stack = np.array([win_matrix(models, sampled(TRUE, tasks, seed)) for seed, tasks in enumerate((1, 5, 40))])
+    stack[0] = 0.0  # no verdicts: converges at once, beside fits that take longer
+    fitted = bradley_terry(stack)
+    assert fitted.shape == (3, 3)
+    assert all(np.array_equal(fitted[i], bradley_terry(stack[i])) for i in range(3))
+    assert bradley_terry(stack.reshape(3, 1, 3, 3)).shape == (3, 1, 3)
+
+
 def test_a_model_that_wins_everything_stays_finite_and_ties_make_equals() -> None:
     clean_sweep = [Outcome("a", "b", 1.0, f"t{i}") for i in range(50)]
     p = bootstrap_strengths(["a", "b"], clean_sweep, samples=50)
