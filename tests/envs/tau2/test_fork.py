@@ -167,6 +167,8 @@ def _interleave(env: Tau2Env, scripts: dict[str, Script], tree: dict[str, Branch
 
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_branches_never_see_each_others_writes(tau2_envs, domain: str) -> None:
+    """Expensive by design (about 2 s on airline): each of the six branches is replayed on its own fresh τ² load and
+    both sides hashed by τ²'s code, which serialises the whole database; a shared replay would share the bug."""
     env = tau2_envs(domain)
     task = env.tasks("base")[0]
     pristine = env.reset(task).environment
@@ -201,6 +203,8 @@ def test_a_fork_that_shares_the_telecom_environment_is_caught(monkeypatch: pytes
 
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_every_branch_of_a_scripted_search_scores_as_tau2(tau2_envs, domain: str) -> None:
+    """Expensive by design: τ²'s evaluator, the reference, loads and hashes two environments of its own per branch
+    (about half a second a branch on airline)."""
     env = tau2_envs(domain)
     task = next(t for t in env.tasks("base") if t.goals and (domain != "telecom" or t.details["user_actions"]))
     gold = gold_script(task)

@@ -55,6 +55,8 @@ def _perturbations(task) -> dict[str, tuple[list[tuple[str, ToolCall]], str | No
 
 @pytest.mark.parametrize("domain", ("airline", "retail"))
 def test_final_reward_equals_tau2_evaluator_on_perturbed_trajectories(tau2_envs, domain: str) -> None:
+    """Expensive by design: τ²'s evaluator, the reference, loads and hashes two environments of its own per
+    perturbation (about half a second each on airline)."""
     env = tau2_envs(domain)
     task = next(t for t in env.tasks("test") if t.goals and t.details["outputs"])
     rewards = {}
