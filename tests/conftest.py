@@ -84,6 +84,35 @@ def paper_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return paper_package.paper_wheel()
 
 
+# Modules that pay the same large per-process setup run on one xdist worker, as one unit of --dist loadscope: τ²'s
+# evaluator (3.3 s of imports, litellm's among them) with its domains' databases and tasks, which josh and the tests
+# load once per process; OpenEnv's server stack (3.7 s of imports, gradio's among them). Split over two workers,
+# both paid for each.
+SHARED_SETUP = {
+    "tau2": (
+        "tests/envs/tau2/",
+        "tests/loop/test_tau2.py",
+        "tests/eval/test_tau2_export.py",
+        "tests/users/test_tau2.py",
+    ),
+    "openenv": ("tests/envs/openenv/", "tests/run/test_openenv_server.py", "tests/run/test_trl_env.py"),
+}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadscope`` with the modules of each ``SHARED_SETUP`` group as one scope; other modes as they are."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedSetupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return next((group for group, paths in SHARED_SETUP.items() if scope.startswith(paths)), scope)
+
+    return SharedSetupScheduling(config, log)
+
+
 # The suite's cost, printed at the end of every run (CI's log shows the next test that breaks the budget):
 # the time spent per marker, setup and teardown included, beside pytest's --durations list of the slowest tests.
 COST_MARKERS = ("vllm", "slow")  # a test counts under the first of these it carries, else under "fast"
