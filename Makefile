@@ -59,8 +59,8 @@ check-gpu-pins:
 	$(PY) scripts/check_gpu_pins.py
 
 # glibc hands every allocation over 32 MB (a SmolLM2 logits tensor is 350 MB) straight to mmap and back to the kernel
-# on free, so the next one faults its pages in again, zeroed: in the suite's training and generation that was a
-# third of the CPU time, spent in the kernel. Test processes keep freed memory for reuse instead (peak memory per
+# on free, so the next one faults its pages in again, zeroed: half the CPU time of the TRL GRPO example test was
+# spent so, in the kernel. Test processes keep freed memory for reuse instead (peak memory per
 # process a little higher). Users' own runs are left as they are.
 test test-fast: export MALLOC_MMAP_MAX_ := 0
 test test-fast: export MALLOC_TRIM_THRESHOLD_ := 68719476736

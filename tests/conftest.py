@@ -99,6 +99,7 @@ SHARED_SETUP = {
 }
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: pytest without it runs the suite in one process
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """``--dist loadscope`` with the modules of each ``SHARED_SETUP`` group as one scope; other modes as they are."""
     if config.getoption("dist") != "loadscope":
