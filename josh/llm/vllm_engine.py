@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 from josh.llm.batcher import Batcher
 
 T = TypeVar("T")
+PROCESS_EXIT_S = 30.0
+"""How long ``shutdown`` waits for each of the engine's processes to end once vLLM's own shutdown has returned."""
 
 
 class EngineDead(RuntimeError):
@@ -44,11 +46,13 @@ class AsyncEngine:
         self._thread.start()
         self._ids = itertools.count()
         self.dead: str | None = None
+        earlier = {p.pid for p in _descendants()}
         try:
             self.engine = self._run(self._start(engine_args))
         except BaseException:
             self._stop_loop()
             raise
+        self._processes = [p for p in _descendants() if p.pid not in earlier]
         self.tokenizer = self.engine.get_tokenizer()
         self.max_model_len: int = self.engine.model_config.max_model_len
 
@@ -124,7 +128,7 @@ class AsyncEngine:
         self._stop_loop()
         if self._zero_folder is not None:
             shutil.rmtree(self._zero_folder, ignore_errors=True)
-        multiprocessing.active_children()  # reaps the engine's exited processes
+        _await_exit(self._processes)
         _release_device_memory()
 
     async def _cancel_requests(self) -> None:
@@ -139,6 +143,27 @@ class AsyncEngine:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()
         self._loop.close()
+
+
+def _descendants() -> list[Any]:
+    """This process's child processes and theirs (``psutil`` is vLLM's own dependency)."""
+    import psutil
+
+    return psutil.Process().children(recursive=True)
+
+
+def _await_exit(processes: list[Any], timeout_s: float = PROCESS_EXIT_S) -> None:
+    """Wait until the engine's processes have ended. vLLM's shutdown signals them, waits 5 s, then kills what is left
+    without waiting: on a loaded machine its engine core and workers are still running when it returns. This process's
+    own children are joined through ``multiprocessing`` (which reaps them), the others polled until they are gone."""
+    import psutil
+
+    children = {child.pid: child for child in multiprocessing.active_children()}
+    for process in processes:
+        if process.pid in children:
+            children[process.pid].join(timeout_s)
+    psutil.wait_procs([p for p in processes if p.pid not in children], timeout=timeout_s)
+    multiprocessing.active_children()  # reaps what ended meanwhile
 
 
 def _release_device_memory() -> None:
