@@ -18,17 +18,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 # One search of depth 1 on 2 tasks, one training step of one row per arm (a step's cost is its tokens: one row is
-# half the demo's batch of two), evaluations of one turn: plumbing, not quality.
+# half the demo's batch of two), evaluations of one turn, 12 new tokens a generation (an action's opening; whole
+# actions need about 40, and a CPU decoding step of SmolLM2 costs ~50 ms a token): plumbing, not quality.
 TINY_SEARCH = [
     "rollout.tasks=2",
     "rollout.search.max_depth=1",
     "rollout.search.max_beam=2",
-    "rollout.sampling.max_new_tokens=24",
+    "rollout.sampling.max_new_tokens=12",
     "extract.min_reward=0.0",
     "extract.drop_errors=[]",
     "controls.random=true",
     "eval.max_turns=1",
-    "eval.sampling.max_new_tokens=24",
+    "eval.sampling.max_new_tokens=12",
     "setup.agent_options.max_generations=2",
     "sft.optim.max_steps=1",
     "sft.optim.per_device_batch_size=1",
@@ -100,6 +101,7 @@ def test_loop_through_examples_as_turns_and_constrained_decoding(tmp_path: Path)
             "eval.limit=1",
             "sft.max_length=1536",
             *TINY_SEARCH,
+            "rollout.sampling.max_new_tokens=16",  # room for the longest tool name: its action opening is 12 tokens
         ],
     )
     Loop(recipe, progress=False).run()
