@@ -23,7 +23,7 @@ async def test_smollm2_rollout_on_mini_then_extract(tmp_path) -> None:
     env = build_env("toolwoz", "mini")
     task = env.tasks("train")[0]
     llm = make_llm("hf", "smollm2")
-    agent = make_agent("react", env, llm, sampling=Sampling(max_new_tokens=24), max_generations=1)
+    agent = make_agent("react", env, llm, sampling=Sampling(max_new_tokens=12), max_generations=1)
     user = make_user("goal", llm, sampling=Sampling(temperature=0.0, max_new_tokens=16))
     config = RolloutConfig(search=SearchConfig(max_beam=2, branching=2, max_depth=1), concurrency=1)
     stats = await run_rollouts([task], env, agent, user, tmp_path, config, progress=False)
