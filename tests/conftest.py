@@ -99,17 +99,48 @@ SHARED_SETUP = {
 }
 
 
+# The longest scopes of `make test`, longest first (test seconds summed, 2026-11-29): handed out before all others, so
+# that no worker is left running one of them alone at the end while the other idles. xdist's own order puts the
+# scopes with the most tests first, which put these modules of a few slow tests last. Only an order: a stale entry
+# costs balance, never a test.
+LONGEST_FIRST = (
+    "tests/cli/test_serve_real.py",  # ~150 s
+    "tests/training/test_sharded.py",  # ~85 s
+    "tau2",  # ~60 s
+    "tests/loop/test_smollm2.py",  # ~60 s
+    "tests/docs/test_tour.py",  # ~58 s
+    "tests/benchmarks/test_gpu_check_hf.py",  # ~54 s
+    "openenv",  # ~45 s
+    "tests/training/test_ddp.py",  # ~40 s
+    "tests/envs/toolwoz/test_paper_reference.py",  # ~35 s
+)
+
+
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: pytest without it runs the suite in one process
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """``--dist loadscope`` with the modules of each ``SHARED_SETUP`` group as one scope; other modes as they are."""
+    """``--dist loadscope`` with the modules of each ``SHARED_SETUP`` group as one scope and the ``LONGEST_FIRST``
+    scopes handed out first; other modes as they are."""
     if config.getoption("dist") != "loadscope":
         return None
+    from collections import OrderedDict
+
     from xdist.scheduler import LoadScopeScheduling
 
+    def rank(scope: str) -> int:
+        return next((i for i, name in enumerate(LONGEST_FIRST) if scope == name), len(LONGEST_FIRST))
+
     class SharedSetupScheduling(LoadScopeScheduling):
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             scope = super()._split_scope(nodeid)
             return next((group for group, paths in SHARED_SETUP.items() if scope.startswith(paths)), scope)
+
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:  # the queue is complete at the first assignment; sorted() keeps xdist's order after
+                self.workqueue = OrderedDict(sorted(self.workqueue.items(), key=lambda unit: rank(unit[0])))
+                self.ordered = True
+            super()._assign_work_unit(node)
 
     return SharedSetupScheduling(config, log)
 
