@@ -104,15 +104,25 @@ SHARED_SETUP = {
 # scopes with the most tests first, which put these modules of a few slow tests last. Only an order: a stale entry
 # costs balance, never a test.
 LONGEST_FIRST = (
-    "tests/cli/test_serve_real.py",  # ~150 s
-    "tests/training/test_sharded.py",  # ~85 s
+    "tests/cli/test_serve_real.py",  # ~160 s
+    "tests/training/test_sharded.py",  # ~70 s
+    "tests/loop/test_smollm2.py",  # ~65 s
     "tau2",  # ~60 s
-    "tests/loop/test_smollm2.py",  # ~60 s
-    "tests/docs/test_tour.py",  # ~58 s
-    "tests/benchmarks/test_gpu_check_hf.py",  # ~54 s
+    "tests/benchmarks/test_gpu_check_hf.py",  # ~60 s
+    "tests/docs/test_tour.py",  # ~55 s
     "openenv",  # ~45 s
-    "tests/training/test_ddp.py",  # ~40 s
-    "tests/envs/toolwoz/test_paper_reference.py",  # ~35 s
+    "tests/envs/toolwoz/test_paper_reference.py",  # ~40 s, the paper install among it (test_paper_data waits for it)
+    "tests/search/test_distributed.py",  # ~35 s
+    "tests/training/test_ddp.py",  # ~30 s
+    "tests/training/test_runs.py",  # ~30 s
+    "tests/training/test_recipes.py",  # ~27 s
+    "tests/llm/test_hf.py",  # ~24 s
+    "tests/loop/test_kto_smollm2.py",  # ~22 s
+    "tests/users/test_device_smollm2.py",  # ~20 s
+    "tests/loop/test_launched.py",  # ~20 s
+    "tests/envs/toolwoz/test_paper_data.py",  # ~15 s once the install is there
+    "tests/training/test_ray_launch_configs.py",  # ~16 s
+    "tests/training/test_grpo.py",  # ~14 s
 )
 
 
@@ -127,7 +137,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     def rank(scope: str) -> int:
-        return next((i for i, name in enumerate(LONGEST_FIRST) if scope == name), len(LONGEST_FIRST))
+        module = scope.split("::")[0]  # a test class is a scope of its own
+        return next((i for i, name in enumerate(LONGEST_FIRST) if module == name), len(LONGEST_FIRST))
 
     class SharedSetupScheduling(LoadScopeScheduling):
         ordered = False
