@@ -52,7 +52,10 @@ OUTCOMES_KEPT = 1000  # the longest window of recent request outcomes a failure 
 
 class Usage(BaseModel):
     """Running totals a backend keeps over its lifetime, and its latest request outcomes (``streak``: failures in a
-    row; ``recent``: True for an answered request) that the failure policy (``josh.llm.health``) reads."""
+    row; ``recent``: True for an answered request) that the failure policy (``josh.llm.health``) reads.
+
+    Outcomes arrive in the order requests end, not the order they were sent: an answer to a request sent before the
+    latest failed one (``ticket``) is news about the backend before that failure, so it does not end the streak."""
 
     calls: int = 0
     prompt_tokens: int = 0
@@ -62,6 +65,8 @@ class Usage(BaseModel):
     last_error: str | None = None
     _streak: int = PrivateAttr(0)
     _recent: deque[bool] = PrivateAttr(default_factory=lambda: deque(maxlen=OUTCOMES_KEPT))
+    _sent: int = PrivateAttr(0)
+    _failed_ticket: int = PrivateAttr(0)
 
     @property
     def streak(self) -> int:
@@ -71,16 +76,25 @@ class Usage(BaseModel):
     def recent(self) -> deque[bool]:
         return self._recent
 
-    def failed(self, error: BaseException) -> None:
+    def ticket(self) -> int:
+        """The number of a request about to be sent (increasing): pass it with the request's outcome."""
+        self._sent += 1
+        return self._sent
+
+    def failed(self, error: BaseException, ticket: int | None = None) -> None:
         """Count a request that failed after its retries, keeping the latest message for summaries."""
         self.errors += 1
         self.last_error = str(error)[:500]
         self._streak += 1
         self._recent.append(False)
+        if ticket is not None:
+            self._failed_ticket = max(self._failed_ticket, ticket)
 
-    def add(self, completions: list[Completion]) -> None:
+    def add(self, completions: list[Completion], ticket: int | None = None) -> None:
+        """Count an answered request; it ends the streak unless it was sent before the latest failed one."""
         self.calls += 1
-        self._streak = 0
+        if ticket is None or ticket > self._failed_ticket:
+            self._streak = 0
         self._recent.append(True)
         for c in completions:
             self.prompt_tokens += c.prompt_tokens
@@ -155,13 +169,14 @@ class Backend(ABC):
             raise ValueError(f"n must be >= 1, got {n}")
         if not messages:
             raise ValueError("chat() needs at least one message")
+        ticket = self.usage.ticket()
         try:
             completions = await self.complete(list(messages), tools, n, sampling or Sampling())
         except LLMError as exc:
-            self.usage.failed(exc)
+            self.usage.failed(exc, ticket)
             note_failure(exc)
             raise
-        self.usage.add(completions)
+        self.usage.add(completions, ticket)
         return completions
 
     def close(self, *, cancel: bool = False) -> None:

@@ -44,6 +44,34 @@ def test_a_backend_that_never_answered_is_down_after_three_and_a_run_ending_on_f
         stop_if_failing([backend("xxxxx")])
 
 
+def test_an_answer_to_a_request_sent_before_a_failure_does_not_end_the_streak() -> None:
+    """Requests end out of order: one sent before the backend died may be answered after a later one failed (the
+    flake a fresh clone met: two in flight, the server gone, and the run took the late answer for a recovery)."""
+    usage = ScriptedLLM(["ok"]).usage
+    early, late = usage.ticket(), usage.ticket()
+    usage.failed(LLMError("connection refused"), late)
+    usage.add([], early)
+    assert usage.streak == 1 and list(usage.recent) == [False, True]
+    usage.add([], usage.ticket())  # sent after the failure: the backend answers again
+    assert usage.streak == 0
+
+
+async def test_a_run_whose_last_sent_request_failed_ends_down_whatever_order_the_answers_came_in() -> None:
+    gate = asyncio.Event()
+
+    async def policy(messages, tools, index):
+        if messages[-1].content == "slow":
+            await gate.wait()  # answered once the later request has failed
+            return "ok"
+        gate.set()
+        raise LLMError("connection refused")
+
+    llm = ScriptedLLM(policy)
+    outcomes = await asyncio.gather(llm.chat([user("slow")]), llm.chat([user("fast")]), return_exceptions=True)
+    assert [type(o).__name__ for o in outcomes] == ["list", "LLMError"]
+    assert "the last ones of the run" in (failing_backend([llm], ended=True) or "")
+
+
 def test_the_thresholds_come_from_the_environment(monkeypatch) -> None:
     assert FailurePolicy.from_env() == FailurePolicy()
     monkeypatch.setenv("JOSH_MAX_CONSECUTIVE_FAILURES", "2")
