@@ -21,6 +21,11 @@ _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
+# Ray starts its worker processes at nice 15, so beside any other load the actors doing a Ray test's work starve:
+# with two busy loops on the 2-core machine, tests/search/test_distributed.py's restart test took 65.7 s against 5.5 s
+# at nice 0, and the SmolLM2 actor test 435 s in a loaded `make test` against 24 s. The tests' clusters run them at 0.
+os.environ.setdefault("RAY_worker_niceness", "0")
+
 # A test process holds millions of long-lived objects (τ²'s databases and tasks, torch, transformers, litellm), and
 # CPython's default thresholds run a full collection over all of them every few hundred thousand allocations: a third
 # of the CPU of the τ² tests (9 of 21 s in tests/envs/tau2/test_rewards.py). Rarer collections find the same garbage.
