@@ -155,7 +155,8 @@ def _descendants() -> list[Any]:
 def _await_exit(processes: list[Any], timeout_s: float = PROCESS_EXIT_S) -> None:
     """Wait until the engine's processes have ended. vLLM's shutdown signals them, waits 5 s, then kills what is left
     without waiting: on a loaded machine its engine core and workers are still running when it returns. This process's
-    own children are joined through ``multiprocessing`` (which reaps them), the others polled until they are gone."""
+    own children are joined through ``multiprocessing`` (which reaps them; listing them reaps those already ended),
+    the others polled until they are gone."""
     import psutil
 
     children = {child.pid: child for child in multiprocessing.active_children()}
@@ -163,7 +164,6 @@ def _await_exit(processes: list[Any], timeout_s: float = PROCESS_EXIT_S) -> None
         if process.pid in children:
             children[process.pid].join(timeout_s)
     psutil.wait_procs([p for p in processes if p.pid not in children], timeout=timeout_s)
-    multiprocessing.active_children()  # reaps what ended meanwhile
 
 
 def _release_device_memory() -> None:
