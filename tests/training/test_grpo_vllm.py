@@ -71,7 +71,7 @@ def test_grpo_rolls_out_with_the_colocated_vllm_engine_and_syncs_the_policy_into
     monkeypatch.setattr(grpo, "build_trainer", build_trainer)
     monkeypatch.setattr(josh.llm.hf.HFLLM, "__init__", no_hf)
     monkeypatch.setattr(BatchedEngine, "_run", counted_batch)
-    # a large step, so the LoRA update moves the merged weights by more than the engine's bfloat16 rounding
+    # a large step, so the LoRA update shows in the merged weights in any dtype the engine may compute in
     settings = [
         f"output_dir={tmp_path}", "max_length=1024", "optim.max_steps=2", "optim.per_device_batch_size=2",
         "optim.learning_rate=5e-2", "grpo.limit=1", "grpo.max_turns=1", "grpo.max_new_tokens=12",
@@ -92,6 +92,8 @@ def test_grpo_rolls_out_with_the_colocated_vllm_engine_and_syncs_the_policy_into
     net = trainer.accelerator.unwrap_model(trainer.model)
     engine_net = trainer.vllm_generation.llm.llm_engine.model_executor.driver_worker.model_runner.model
     qkv = dict(engine_net.named_parameters())[Q_PROJ.replace("q_proj", "qkv_proj") + ".weight"]
+    model_config = trainer.vllm_generation.llm.llm_engine.model_config
+    assert (qkv.dtype, model_config.enforce_eager) == (torch.float32, True)  # josh's CPU engine settings, not TRL's
     base = net.get_parameter(f"base_model.model.{Q_PROJ}.base_layer.weight").detach().clone()
     net.merge_adapter()
     merged = net.get_parameter(f"base_model.model.{Q_PROJ}.base_layer.weight").detach().clone()

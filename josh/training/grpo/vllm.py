@@ -10,7 +10,13 @@ environment, the agent's tokens and the reward are josh's as with the ``hf`` gen
 
 The rollouts return no sampling logprobs, so TRL's importance-sampling correction for the vLLM/trainer mismatch is
 off (``vllm_importance_sampling_correction=False``); TRL recomputes the old logprobs with the policy as it does for the
-``hf`` generation. On vLLM's CPU build the engine computes in bfloat16 while the policy trains in float32.
+``hf`` generation.
+
+On vLLM's CPU build TRL's engine starts as josh's own CPU engines do (``josh.llm.vllm.engine_args``), which TRL has no
+setting for: in float32, and eager (``cpu_engine_defaults``). The model's stored bfloat16 runs emulated on CPUs
+without AVX-512 BF16 (on an AVX2 EPYC the engine's 4,096-token memory-profiling pass alone took about a minute), and
+torch.compile of the model took about another minute on 2 cores before the first rollout; float32 is also the dtype
+the tiny recipes' policy trains in, so the rollouts are the policy's own numerics.
 
 On vLLM's CPU build, a linear layer's weights are packed for oneDNN (or AMX) after loading and the parameter is
 dropped (on CPUs with AVX-512, for instance): a later in-place load (TRL's sync) then finds no ``weight_loader``, and
@@ -51,6 +57,7 @@ def vllm_arguments(recipe: TrainRecipe) -> dict[str, Any]:
         return {}
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)  # read by the engine on vLLM's CPU build
     reloadable_cpu_weights()
+    cpu_engine_defaults()
     return {
         "use_vllm": True,
         "vllm_mode": "colocate",
@@ -83,6 +90,28 @@ def reloadable_cpu_weights() -> None:
 
     keep_weights.keeps_weights = True  # type: ignore[attr-defined]
     layer_utils.dispatch_cpu_unquantized_gemm = keep_weights
+
+
+def cpu_engine_defaults() -> None:
+    """On vLLM's CPU build, have TRL start its colocated engine in float32 and eager unless told otherwise (see the
+    module's docstring); nothing changes on a GPU. Idempotent."""
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        return
+    import trl.generation.vllm_generation as generation
+
+    build = generation.LLM
+    if getattr(build, "cpu_defaults", False):
+        return
+
+    def cpu_llm(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("dtype", "float32")
+        kwargs.setdefault("enforce_eager", True)
+        return build(*args, **kwargs)
+
+    cpu_llm.cpu_defaults = True  # type: ignore[attr-defined]
+    generation.LLM = cpu_llm
 
 
 def colocated_backend(llm: Any, max_batch_size: int) -> Any:
