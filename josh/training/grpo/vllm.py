@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
 from typing import Any
 
 from josh.llm.config import VLLMConfig
-from josh.llm.vllm import VLLMLLM
+from josh.llm.vllm import VLLMLLM, engine_args
 from josh.llm.vllm_engine import BatchedEngine
 from josh.training.recipe import RecipeError, TrainRecipe
 
@@ -56,8 +57,11 @@ def vllm_arguments(recipe: TrainRecipe) -> dict[str, Any]:
     if spec.generation != "vllm":
         return {}
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)  # read by the engine on vLLM's CPU build
-    reloadable_cpu_weights()
-    cpu_engine_defaults()
+    from vllm.platforms import current_platform
+
+    if current_platform.is_cpu():  # a GPU engine is TRL's as it is
+        reloadable_cpu_weights()
+        cpu_engine_defaults()
     return {
         "use_vllm": True,
         "vllm_mode": "colocate",
@@ -68,50 +72,49 @@ def vllm_arguments(recipe: TrainRecipe) -> dict[str, Any]:
     }
 
 
-def reloadable_cpu_weights() -> None:
-    """On vLLM's CPU build, have the engine about to be built keep its linear weights reloadable in place (see the
-    module's docstring); nothing changes on a GPU. Idempotent."""
-    from vllm.platforms import current_platform
-
-    if not current_platform.is_cpu():
+def replace_once(module: Any, name: str, wrap: Callable[[Any], Any]) -> None:
+    """Put ``wrap(original)`` in place of ``module.name``, once per process (a second call finds it wrapped)."""
+    original = getattr(module, name)
+    if getattr(original, "wrapped_by_josh", False):
         return
+    replacement = wrap(original)
+    replacement.wrapped_by_josh = True
+    setattr(module, name, replacement)
+
+
+def reloadable_cpu_weights() -> None:
+    """Have the CPU engine about to be built keep its linear weights reloadable in place (see the module's
+    docstring). Idempotent."""
     import torch
     import vllm.model_executor.layers.utils as layer_utils
 
-    packing = layer_utils.dispatch_cpu_unquantized_gemm
-    if getattr(packing, "keeps_weights", False):
-        return
+    def wrap(packing: Callable[[Any, bool], None]) -> Callable[[Any, bool], None]:
+        def keep_weights(layer: Any, remove_weight: bool) -> None:
+            if layer.weight.is_meta or layer.weight.ndim != 2:
+                packing(layer, remove_weight)
+                return
+            layer.cpu_linear = torch.nn.functional.linear  # reads the layer's current weight at every call
 
-    def keep_weights(layer: Any, remove_weight: bool) -> None:
-        if layer.weight.is_meta or layer.weight.ndim != 2:
-            packing(layer, remove_weight)
-            return
-        layer.cpu_linear = torch.nn.functional.linear  # reads the layer's current weight at every call
+        return keep_weights
 
-    keep_weights.keeps_weights = True  # type: ignore[attr-defined]
-    layer_utils.dispatch_cpu_unquantized_gemm = keep_weights
+    replace_once(layer_utils, "dispatch_cpu_unquantized_gemm", wrap)
 
 
 def cpu_engine_defaults() -> None:
-    """On vLLM's CPU build, have TRL start its colocated engine in float32 and eager unless told otherwise (see the
-    module's docstring); nothing changes on a GPU. Idempotent."""
-    from vllm.platforms import current_platform
-
-    if not current_platform.is_cpu():
-        return
+    """Have TRL start its colocated CPU engine with the dtype and eager mode of josh's own CPU engines
+    (``engine_args``) unless told otherwise (see the module's docstring). Idempotent."""
     import trl.generation.vllm_generation as generation
 
-    build = generation.LLM
-    if getattr(build, "cpu_defaults", False):
-        return
+    cpu = engine_args(VLLMConfig(model=""), "", "cpu", lora=False)
+    defaults = {key: cpu[key] for key in ("dtype", "enforce_eager")}
 
-    def cpu_llm(*args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("dtype", "float32")
-        kwargs.setdefault("enforce_eager", True)
-        return build(*args, **kwargs)
+    def wrap(build: Callable[..., Any]) -> Callable[..., Any]:
+        def cpu_llm(*args: Any, **kwargs: Any) -> Any:
+            return build(*args, **{**defaults, **kwargs})
 
-    cpu_llm.cpu_defaults = True  # type: ignore[attr-defined]
-    generation.LLM = cpu_llm
+        return cpu_llm
+
+    replace_once(generation, "LLM", wrap)
 
 
 def colocated_backend(llm: Any, max_batch_size: int) -> Any:
