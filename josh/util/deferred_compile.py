@@ -80,6 +80,7 @@ class DeferredCompileFinder(importlib.abc.MetaPathFinder):
 
 
 def install() -> None:
-    """Put the finder first on ``sys.meta_path`` (once per process)."""
+    """Put the finder on ``sys.meta_path`` ahead of the path finder that would otherwise find the module (once per
+    process; finders other libraries insert first later do not claim bitsandbytes' modules)."""
     if not any(isinstance(finder, DeferredCompileFinder) for finder in sys.meta_path):
         sys.meta_path.insert(0, DeferredCompileFinder())

@@ -3,6 +3,7 @@ same ops computing the same values, and importing bitsandbytes no longer imports
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import subprocess
 import sys
@@ -51,11 +52,12 @@ def test_deferred_works_as_a_decorator_with_options() -> None:
     assert calls == [("inc", {"mode": "reduce-overhead"})]
 
 
-def test_install_puts_one_finder_first_and_it_claims_only_the_listed_modules() -> None:
+def test_install_puts_one_finder_ahead_of_the_path_finder_and_it_claims_only_the_listed_modules() -> None:
     deferred_compile.install()
     deferred_compile.install()
     finders = [f for f in sys.meta_path if isinstance(f, DeferredCompileFinder)]
-    assert len(finders) == 1 and isinstance(sys.meta_path[0], DeferredCompileFinder)
+    assert len(finders) == 1
+    assert sys.meta_path.index(finders[0]) < sys.meta_path.index(importlib.machinery.PathFinder)
     assert finders[0].find_spec("json", None) is None
     assert finders[0].find_spec("bitsandbytes.backends.default", None) is None
 
