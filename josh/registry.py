@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from josh.plugins import Plugins
+from josh.util.strict import closest, keys_at
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,10 @@ class Registry:
                 self.plugins.load(key, self._accept, self._entries.__contains__)
             self.plugins.check(key)
         if key not in self._entries:
-            raise ValueError(f"unknown {self.kind} {name!r} ({self.flag}); choose one of {', '.join(self.names())}")
+            names = self.names()
+            near = closest(key, names)
+            hint = f"did you mean {near!r}? " if near else ""
+            raise ValueError(f"unknown {self.kind} {name!r} ({self.flag}); {hint}choose one of {', '.join(names)}")
         return self._entries[key]
 
     def describe(self) -> str:
@@ -208,8 +212,11 @@ class Registry:
             if error["type"] == "extra_forbidden":
                 owners = [e.name for e in self._entries.values() if key in e.options.model_fields]
                 elsewhere = f" (an option of {', '.join(owners)})" if owners else ""
+                keys = keys_at(entry.options, error["loc"]) or []
+                near = closest(str(error["loc"][-1]), [k for k in keys if k not in self.fixed])
+                hint = f"did you mean {'.'.join([*key.split('.')[:-1], near])!r}? " if near else ""
                 problems.append(
-                    f"unknown option {key}{elsewhere} for the {entry.name} {self.noun}{where}; valid: {valid}"
+                    f"unknown option {key}{elsewhere} for the {entry.name} {self.noun}{where}; {hint}valid: {valid}"
                 )
             elif error["loc"] and error["loc"][0] in options:
                 value = options[error["loc"][0]]

@@ -11,13 +11,15 @@ from string import Template
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 PROMPTS = "josh.agents.prompts"
 
 
 class Example(BaseModel):
     """One tiny worked exchange: the customer asks, the agent calls a tool, sees the result and replies."""
+
+    model_config = ConfigDict(extra="forbid")
 
     user: str
     thought: str = ""

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from josh.types import Message, ToolCall
 
@@ -19,6 +19,8 @@ Tools = list[dict[str, Any]] | None  # OpenAI function schemas offered to the mo
 
 class Sampling(BaseModel):
     """Decoding parameters. ``seed=None`` means unseeded; sibling samples always differ."""
+
+    model_config = ConfigDict(extra="forbid")
 
     temperature: float = 1.0
     top_p: float = 1.0

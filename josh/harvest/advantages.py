@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from josh.harvest.trl_rows import trl_messages
 from josh.search.tree import Node, Tree, path_messages
@@ -40,6 +40,8 @@ Aggregate = Literal["max", "mean"]
 
 class AdvantageConfig(BaseModel):
     """How a turn's subtree reward is read from the tree."""
+
+    model_config = ConfigDict(extra="forbid")
 
     subtree: Aggregate = Field("max", description="best (max) or mean path reward over a turn's horizon leaves")
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from josh.core.llm import LLM
 from josh.core.rows import FIELDS, FORMATS, TRL_FORMATS, Row
@@ -61,6 +61,8 @@ TokenCounter = Callable[[str], int]
 
 class ExtractConfig(BaseModel):
     """Which trees and turns become training data."""
+
+    model_config = ConfigDict(extra="forbid")
 
     min_reward: float = Field(1.0, ge=0.0, le=1.0, description="trees below this reward are skipped")
     drop_errors: list[ErrorCategory] = Field(

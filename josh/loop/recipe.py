@@ -14,9 +14,11 @@ from josh.harvest.advantages import AdvantageConfig
 from josh.harvest.extract import ExtractConfig
 from josh.harvest.warmstart import WarmStartConfig
 from josh.run.spec import RunSpec
+from josh.run.spec_check import judge_problems, spec_problems
 from josh.search.algorithm import SearchConfig
 from josh.training.launcher import LaunchSpec
-from josh.training.recipe import StrictModel, TrainRecipe, apply_overrides, explain_error, read_mapping
+from josh.training.recipe import TrainRecipe, apply_overrides, explain_error, read_mapping, recipe_error, train_problems
+from josh.util.strict import StrictModel
 
 
 class EvalSpec(StrictModel):
@@ -268,11 +270,31 @@ class LoopRecipe(StrictModel):
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
 
 
+def component_problems(recipe: LoopRecipe) -> list[str]:
+    """Every problem of the names and options the recipe gives its components (``josh.run.spec_check``): the run
+    spec, the warm start's scripted agent and user, each arm's GRPO section and the extraction's judge."""
+    problems = spec_problems(recipe.setup, ("setup",))
+    warm = recipe.warm_start
+    if warm is not None and warm.enabled and warm.rows is None:
+        demo = RunSpec(env=recipe.setup.env, data=recipe.setup.data, agent=warm.agent, user=warm.user)
+        problems += spec_problems(demo, ("warm_start",))
+    for key in recipe.arm_keys:
+        where = (key,) if key in ARMS else ("arms", key)
+        problems += train_problems(recipe.arm_recipe(key), where)  # type: ignore[arg-type]
+    if recipe.extract.judge is not None:
+        problems += judge_problems(recipe.extract.judge, ("extract", "judge"))
+    return problems
+
+
 def load_loop_recipe(path: str | Path, overrides: list[str] | None = None) -> LoopRecipe:
-    """Read a loop recipe YAML file and apply ``--set`` overrides (e.g. ``--set rounds=2``)."""
+    """Read a loop recipe YAML file and apply ``--set`` overrides (e.g. ``--set rounds=2``); every key is checked, at
+    every depth, the components' options included (``RecipeError`` with one line per problem)."""
     data = read_mapping(Path(path))
     merged = apply_overrides(data, overrides or [])
     try:
-        return LoopRecipe.model_validate(merged)
+        recipe = LoopRecipe.model_validate(merged)
     except ValidationError as exc:
         raise explain_error(exc, LoopRecipe, str(path)) from None
+    if problems := component_problems(recipe):
+        raise recipe_error(problems, str(path))
+    return recipe

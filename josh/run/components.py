@@ -20,7 +20,7 @@ from josh.core.llm import LLM, Sampling, run_session
 from josh.envs import ENVIRONMENTS, build_env
 from josh.envs.openenv import is_remote, served_name
 from josh.llm.config import LLMConfig, LLMKey
-from josh.llm.factory import build_llm, check_buildable, llm_config
+from josh.llm.factory import BACKENDS, build_llm, check_buildable, llm_config
 from josh.llm.health import check_connections
 from josh.run.env_judge import attach_judge, env_judge
 from josh.run.info import RunInfo, run_info
@@ -77,8 +77,9 @@ class Components:
 
 def check_names(options: ComponentOptions) -> None:
     """Raise ``ValueError`` for an unknown environment, agent or user, an agent or user that does not run on the
-    environment, or an option it does not take (before anything is loaded). An OpenEnv server (``openenv:URL``) is
-    asked its name, which the agent is checked against; its own user answers, so ``--user`` stays rule-based."""
+    environment, or an option it (or the agent's backend, ``--llm-option``) does not take (before anything is
+    loaded). An OpenEnv server (``openenv:URL``) is asked its name, which the agent is checked against; its own user
+    answers, so ``--user`` stays rule-based."""
     if is_remote(options.env):
         AGENTS.check(options.agent, env=served_name(options.env), options=options.agent_options)
         if USERS.get(options.user).needs_model:
@@ -87,6 +88,7 @@ def check_names(options: ComponentOptions) -> None:
     ENVIRONMENTS.check(options.env, options=options.env_options)
     AGENTS.check(options.agent, env=options.env, options=options.agent_options)
     USERS.check(options.user, env=options.env, options=options.user_options)
+    BACKENDS.check(options.backend, options=options.llm_options)  # also when no component needs the LLM
 
 
 def _llm_keys(options: ComponentOptions) -> tuple[LLMKey | None, LLMKey | None]:

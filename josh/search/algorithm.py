@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from josh.core.agent import Agent, AgentTurn
 from josh.core.env import ConversationState, Env
@@ -48,6 +48,8 @@ from josh.types import Task, is_success
 
 class SearchConfig(BaseModel):
     """Beam width, branching factor and horizon of the search."""
+
+    model_config = ConfigDict(extra="forbid")
 
     max_beam: int = Field(8, ge=1, description="most live leaves after an expansion")
     branching: int = Field(2, ge=1, description="agent turns sampled per leaf while the beam has room")

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from pydantic import Field
 
-from josh.training.recipe import RecipeError, StrictModel, TrainRecipe
+from josh.training.recipe import RecipeError, TrainRecipe
 from josh.util.layout import LAUNCH_LOG
+from josh.util.strict import StrictModel
 
 
 class LaunchFailedError(RuntimeError):

@@ -8,25 +8,22 @@ training arm.
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from josh.run.spec_check import spec_problems
 from josh.training.grpo.spec import GRPOSpec
 from josh.util.bundled import recipe_file
+from josh.util.strict import ConfigError, StrictModel, explain
 
 Method = Literal["sft", "kto", "dpo", "tree", "grpo"]
 
 
-class RecipeError(ValueError):
-    """A recipe file or override is invalid; the message says where and how to fix it."""
-
-
-class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+class RecipeError(ConfigError):
+    """A recipe file or override is invalid, or cannot be trained on; the message says where and how to fix it."""
 
 
 class ModelSpec(StrictModel):
@@ -173,36 +170,15 @@ class TrainRecipe(StrictModel):
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False)
 
 
-def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    """The valid keys of the nested model that ``loc`` (minus its last item) points into."""
-    for part in loc[:-1]:
-        field = model.model_fields.get(str(part))
-        annotation = field.annotation if field else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return []
-        model = annotation
-    return list(model.model_fields)
-
-
-def _closest(name: str, valid: list[str]) -> list[str]:
-    """The most similar valid key (spelling first, then a shared prefix such as rank → r)."""
-    close = difflib.get_close_matches(name, valid, n=1)
-    return close or [k for k in sorted(valid, key=len, reverse=True) if name.startswith(k) or k.startswith(name)][:1]
+def recipe_error(lines: list[str], source: str = "") -> RecipeError:
+    """One error for every problem found in a recipe (``source``: its file), a line each."""
+    where = f"invalid recipe {source}" if source else "invalid recipe"
+    return RecipeError(f"{where}:\n  " + "\n  ".join(lines))
 
 
 def explain_error(error: ValidationError, model: type[BaseModel], source: str) -> RecipeError:
-    lines = []
-    for item in error.errors():
-        key = ".".join(str(p) for p in item["loc"])
-        if item["type"] == "extra_forbidden":
-            valid = _fields_at(model, item["loc"])
-            close = _closest(str(item["loc"][-1]), valid)
-            hint = f"did you mean {'.'.join([*map(str, item['loc'][:-1]), close[0]])!r}?" if close else ""
-            lines.append(f"unknown key {key!r} {hint}".rstrip() + f" (valid here: {', '.join(valid)})")
-        else:
-            lines.append(f"{key or '(recipe)'}: {item['msg']}")
-    where = f"invalid recipe {source}" if source else "invalid recipe"
-    return RecipeError(f"{where}:\n  " + "\n  ".join(lines))
+    """``error``, raised validating ``model`` from ``source``, as one ``RecipeError`` (see ``josh.util.strict``)."""
+    return recipe_error(explain(error, model), source)
 
 
 def parse_override(text: str, flag: str = "--set", example: str = "optim.learning_rate=1e-4") -> tuple[list[str], Any]:
@@ -233,13 +209,24 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return out
 
 
+def train_problems(recipe: TrainRecipe, where: tuple[str, ...] = ()) -> list[str]:
+    """The problems of the component names and options in the ``grpo:`` section (``josh.run.spec_check``), when the
+    recipe trains GRPO or gives that section."""
+    given = recipe.method == "grpo" or "grpo" in recipe.model_fields_set
+    return spec_problems(recipe.grpo, (*where, "grpo")) if given else []
+
+
 def build_recipe(data: dict[str, Any], overrides: list[str] | None = None, source: str = "") -> TrainRecipe:
-    """Validate a recipe dict plus overrides into a ``TrainRecipe`` (or raise one readable ``RecipeError``)."""
+    """Validate a recipe dict plus overrides into a ``TrainRecipe`` (or raise one readable ``RecipeError``), the
+    component options of its ``grpo:`` section included."""
     merged = apply_overrides(data, overrides or [])
     try:
-        return TrainRecipe.model_validate(merged)
+        recipe = TrainRecipe.model_validate(merged)
     except ValidationError as exc:
         raise explain_error(exc, TrainRecipe, source) from None
+    if problems := train_problems(recipe):
+        raise recipe_error(problems, source)
+    return recipe
 
 
 def read_mapping(path: Path) -> dict[str, Any]:
