@@ -66,7 +66,7 @@ def new_call_id() -> str:
 class ToolCall(BaseModel):
     """One function call. ``arguments`` is a dict when it parsed, else the raw text the model wrote."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     arguments: dict[str, Any] | str = Field(default_factory=dict)

@@ -32,8 +32,8 @@ def judge_spec(
     check: bool = False,
 ) -> Any:
     """The judge of every command that takes one: ``--judge BACKEND:MODEL`` with its ``--judge-option`` settings,
-    ``--judge-grammar`` and ``--judge-max-tokens`` (None without ``--judge``); ``check``: its backend and endpoint
-    checked now."""
+    ``--judge-grammar`` and ``--judge-max-tokens`` (None without ``--judge``), its backend and settings checked;
+    ``check``: its endpoint asked now too."""
     if judge is None:
         if options:
             raise ValueError("--judge-option needs --judge BACKEND:MODEL")
@@ -46,6 +46,9 @@ def judge_spec(
         backend=backend, model=model, llm_options=settings, grammar=grammar, concurrency=concurrency,
         max_tokens=max_tokens,
     )  # fmt: skip
+    from josh.llm.factory import llm_config  # deferred: keeps josh --help light
+
+    llm_config(spec.backend, spec.model, **spec.llm_options)  # a bad backend or setting: one line, before any work
     if check:
         from josh.eval.judge.session import check_judge  # deferred: keeps josh --help light
 

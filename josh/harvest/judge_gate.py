@@ -28,10 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from josh.core.llm import LLM, LLMError, run_session
-from josh.llm.factory import llm_config
 from josh.llm.health import stop_if_failing
 from josh.run.components import build_llms, check_llms
 from josh.run.spec import JudgeSpec
@@ -48,11 +47,6 @@ class JudgeGate(JudgeSpec):
     route: Literal["drop", "kto"] = Field(
         "drop", description="a failed turn is left out of SFT (drop), and also becomes a KTO undesirable row (kto)"
     )
-
-    @model_validator(mode="after")
-    def _known_backend(self) -> JudgeGate:
-        llm_config(self.backend, self.model, **self.llm_options)  # a bad backend or setting fails the recipe early
-        return self
 
 
 class Judged(Protocol):

@@ -272,15 +272,16 @@ class LoopRecipe(StrictModel):
 
 def component_problems(recipe: LoopRecipe) -> list[str]:
     """Every problem of the names and options the recipe gives its components (``josh.run.spec_check``): the run
-    spec, the warm start's scripted agent and user, each arm's GRPO section and the extraction's judge."""
+    spec, the warm start's scripted agent and user, each arm's (and warm_kto's) GRPO section and the extraction's
+    judge."""
     problems = spec_problems(recipe.setup, ("setup",))
     warm = recipe.warm_start
     if warm is not None and warm.enabled and warm.rows is None:
         demo = RunSpec(env=recipe.setup.env, data=recipe.setup.data, agent=warm.agent, user=warm.user)
         problems += spec_problems(demo, ("warm_start",))
-    for key in recipe.arm_keys:
-        where = (key,) if key in ARMS else ("arms", key)
-        problems += train_problems(recipe.arm_recipe(key), where)  # type: ignore[arg-type]
+    arms = [((key,) if key in ARMS else ("arms", key), recipe.arm_recipe(key)) for key in recipe.arm_keys]
+    for where, arm in [*arms, (("warm_kto",), recipe.warm_kto)]:
+        problems += train_problems(arm, where) if arm is not None else []
     if recipe.extract.judge is not None:
         problems += judge_problems(recipe.extract.judge, ("extract", "judge"))
     return problems

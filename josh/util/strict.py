@@ -31,11 +31,11 @@ class ConfigError(ValueError):
     how to fix it."""
 
 
-def nested_model(annotation: Any) -> tuple[type[BaseModel], bool] | None:
-    """The model a field of this type holds, and whether it sits in a container (a list's items or a dict's values,
-    so that a location names an index or a key before the model's own fields); None when it holds none."""
+def nested_model(annotation: Any) -> tuple[type[BaseModel], str | None] | None:
+    """The model a field of this type holds and the container it sits in: None, 'list' (a location names an index
+    before the model's own fields) or 'dict' (a key); None when the field holds no model."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation, False
+        return annotation, None
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
@@ -45,10 +45,10 @@ def nested_model(annotation: Any) -> tuple[type[BaseModel], bool] | None:
         return found[0] if len(found) == 1 else None
     if origin in (list, tuple, set, frozenset, Sequence) and args:
         inner = nested_model(args[0])
-        return (inner[0], True) if inner else None
+        return (inner[0], "list") if inner else None
     if origin is dict and len(args) == 2:
         inner = nested_model(args[1])
-        return (inner[0], True) if inner else None
+        return (inner[0], "dict") if inner else None
     return None
 
 

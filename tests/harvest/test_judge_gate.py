@@ -16,6 +16,7 @@ from josh.harvest.extract import ExtractConfig, extract
 from josh.harvest.judge_gate import JudgeGate
 from josh.llm.base import LLMError
 from josh.llm.scripted import ScriptedLLM
+from josh.run.spec_check import judge_problems
 from josh.search.algorithm import SearchConfig, search
 from josh.search.tree import Tree
 from josh.types import Message
@@ -142,13 +143,22 @@ def test_the_gate_is_off_by_default_and_absent_from_the_settings() -> None:
     assert on.model_dump(mode="json")["judge"]["route"] == "kto"
 
 
-@pytest.mark.parametrize(
-    "bad",
-    [{"threshold": 6}, {"route": "keep"}, {"backend": "nope"}, {"backend": "openai", "llm_options": {"x": 1}}],
-)
+@pytest.mark.parametrize("bad", [{"threshold": 6}, {"route": "keep"}, {"rout": "kto"}])
 def test_bad_gate_settings_are_one_clear_error(bad: dict) -> None:
-    with pytest.raises((ValidationError, ValueError)):
+    with pytest.raises(ValidationError):
         JudgeGate(**bad)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"backend": "nope"}, "extract.judge.backend: unknown backend 'nope'"),
+        ({"backend": "openai", "llm_options": {"x": 1}}, "unknown key 'extract.judge.llm_options.x' for the openai"),
+    ],
+)
+def test_a_gate_backend_and_its_settings_are_checked_where_the_recipe_is_read(bad: dict, message: str) -> None:
+    (problem,) = judge_problems(JudgeGate(**bad), ("extract", "judge"))
+    assert problem.startswith(message)
 
 
 def test_a_gate_without_a_judge_is_an_error(trees: Path, tmp_path: Path) -> None:

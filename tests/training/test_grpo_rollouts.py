@@ -162,12 +162,12 @@ def test_a_rule_based_user_ignores_the_recipes_user_llm(monkeypatch: pytest.Monk
         (["grpo.agent=oracle"], "scripted"),
         (["grpo.user=goal"], "needs an LLM"),
         (["grpo.task_ids=[nope]"], "nope not in the train split"),
-        (["grpo.agent_options={colour: red}"], "unknown option colour"),
+        (["grpo.agent_options={colour: red}"], "unknown key 'grpo.agent_options.colour' for the act agent"),
     ],
 )
 def test_bad_grpo_recipes_are_refused_before_a_model_loads(settings: list[str], message: str) -> None:
-    recipe = build_recipe({}, ["method=grpo", "grpo.num_generations=2", "optim.per_device_batch_size=2", *settings])
-    with pytest.raises(RecipeError, match=message):
+    with pytest.raises(RecipeError, match=message):  # the options when the recipe is read, the rest before loading
+        recipe = build_recipe({}, ["method=grpo", "grpo.num_generations=2", "optim.per_device_batch_size=2", *settings])
         prepare_tasks(recipe)  # every check comes before the tokenizer loads
 
 
