@@ -24,8 +24,10 @@ from josh.cli.judging import (
 )
 from josh.cli.judging import judge_spec as judge_spec_of
 from josh.cli.options import MAX_TURNS, PROGRESS, RunCommand, key_values, option, run_options, split_option
+from josh.cli.plan import eval_lines, rollout_lines
 from josh.util.errors import reported, reports_errors, set_verbose
 from josh.util.layout import EVAL_LOG, ROLLOUT_LOG
+from josh.util.plan import PLAN_HELP, print_plan
 
 if TYPE_CHECKING:
     from josh.run.components import ComponentOptions
@@ -78,6 +80,7 @@ def rollout(
     gpus_per_actor: float = typer.Option(0.0, min=0.0, help="--ray: GPUs per actor (1 = one vLLM engine per GPU)"),
     cpus_per_actor: float = typer.Option(1.0, min=0.0, help="--ray: CPUs per actor"),
     max_attempts: int = typer.Option(3, min=1, help="--ray: tries per task when actors die under it"),
+    plan: bool = typer.Option(False, "--plan", help=PLAN_HELP),
 ) -> None:
     """JOSH beam search over a task split; one tree per task streamed to OUT/trees.jsonl (resumable)."""
     from josh.run.components import preflight  # deferred: keeps josh --help light
@@ -85,6 +88,10 @@ def rollout(
     from josh.search.rollout import RolloutConfig, RolloutOptions, rollout_from_options
     from josh.util.quiet import noise_to  # deferred: keeps josh --help light
 
+    if plan:
+        with reported():
+            lines = rollout_lines(spec, out, SearchConfig(max_beam=beam, branching=branching, max_depth=max_depth))
+        return print_plan(f"josh rollout --plan -> {out}", lines)
     with reported(interrupted=f"finished trees are in {out}/trees.jsonl; rerun the same command to resume"):
         search = SearchConfig(max_beam=beam, branching=branching, max_depth=max_depth)
         options = RolloutOptions(
@@ -130,6 +137,7 @@ def eval_(
     judge_options: list[str] | None = typer.Option(None, "--judge-option", help=JUDGE_OPTION_HELP),
     judge_grammar: bool = typer.Option(True, help=JUDGE_GRAMMAR_HELP),
     judge_max_tokens: int = typer.Option(JUDGE_MAX_TOKENS, min=1, help=JUDGE_MAX_TOKENS_HELP),
+    plan: bool = typer.Option(False, "--plan", help=PLAN_HELP),
 ) -> None:
     """Evaluate an agent (no search) on a split: average reward, 100% success, pass^k, error shares, cost."""
     from josh.eval.evaluate import evaluate, finished_count  # deferred: keeps josh --help light
@@ -138,6 +146,11 @@ def eval_(
     from josh.run.components import build_components, preflight  # deferred: keeps josh --help light
     from josh.util.quiet import noise_to  # deferred: keeps josh --help light
 
+    if plan:
+        with reported():
+            judge_spec_of(judge, judge_options, grammar=judge_grammar, max_tokens=judge_max_tokens, check=True)
+            lines = eval_lines(spec, out, trials, max_turns)
+        return print_plan(f"josh eval --plan -> {out}", lines)
     with reported(interrupted=f"finished conversations are in {out}/results.jsonl; rerun the same command to resume"):
         preflight(spec)
         judge_spec = judge_spec_of(judge, judge_options, grammar=judge_grammar, max_tokens=judge_max_tokens, check=True)

@@ -122,6 +122,8 @@ def resolve_model(name: str | None = None) -> str:
         return str(Path(name).expanduser())
     if name.lower() in SMOLLM2_ALIASES:
         return str(ensure_smollm2())
+    if name.startswith(("/", "./", "../", "~")):
+        raise ModelNotFoundError(f"model folder {name} does not exist")
     if os.environ.get("HF_HUB_OFFLINE") == "1" and not _in_hub_cache(name):
         raise ModelNotFoundError(
             f"model {name!r} is not a local folder and HF_HUB_OFFLINE=1 forbids downloading it; "

@@ -91,7 +91,7 @@ def check_names(options: ComponentOptions) -> None:
     BACKENDS.check(options.backend, options=options.llm_options)  # also when no component needs the LLM
 
 
-def _llm_keys(options: ComponentOptions) -> tuple[LLMKey | None, LLMKey | None]:
+def llm_keys(options: ComponentOptions) -> tuple[LLMKey | None, LLMKey | None]:
     """(backend, model, base URL) of the agent's and the user's LLM; None for a component that needs none."""
     agent = (options.backend, options.model, options.base_url) if AGENTS.get(options.agent).needs_model else None
     user = None
@@ -132,7 +132,7 @@ def _wanted(cells: Sequence[ComponentOptions]) -> dict[LLMKey, dict[str, Any]]:
     """Every LLM the cells need, keyed by (backend, model, base URL), with its settings: the agents' (with their
     ``llm_options``), then the users' and the judge of the first cell (their backend's defaults unless they share
     an agent's LLM)."""
-    keys = [_llm_keys(options) for options in cells]
+    keys = [llm_keys(options) for options in cells]
     wanted: dict[LLMKey, dict[str, Any]] = {}
     for options, (agent_key, _) in zip(cells, keys, strict=True):
         if agent_key is not None:
@@ -197,13 +197,13 @@ class Parts:
 
     def agent(self, options: ComponentOptions) -> Agent:
         """The agent ``options`` names, on its LLM (with the agent sampling)."""
-        agent_key, _ = _llm_keys(options)
+        agent_key, _ = llm_keys(options)
         llm = self.llms[agent_key] if agent_key else None
         return run_agent(self.env, options.agent, llm, options.agent_options, options.agent_sampling)
 
     def user(self, options: ComponentOptions) -> UserSimulator:
         """The user simulator ``options`` names, on its LLM, with the environment's user tools."""
-        _, user_key = _llm_keys(options)
+        _, user_key = llm_keys(options)
         llm = self.llms[user_key] if user_key else None
         return run_user(self.env, options.user, llm, options.user_options, options.user_sampling)
 

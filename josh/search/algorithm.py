@@ -55,6 +55,12 @@ class SearchConfig(BaseModel):
     branching: int = Field(2, ge=1, description="agent turns sampled per leaf while the beam has room")
     max_depth: int = Field(15, ge=1, description="most agent turns in one conversation")
 
+    @property
+    def expanded_turns(self) -> int:
+        """The most agent turns one task's search can sample: every depth expands at most ``max_beam`` of them (the
+        beam never holds more leaves), each followed by a user reply."""
+        return self.max_depth * self.max_beam
+
 
 @dataclass
 class _Leaf:

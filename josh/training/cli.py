@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from josh.util.errors import reported
+from josh.util.plan import PLAN_HELP, print_plan
 
 train_app = typer.Typer(
     help="Fine-tune an agent on extracted SFT / KTO / DPO / tree data, or online with GRPO (LoRA, optional 4-bit, "
@@ -22,8 +23,11 @@ train_app = typer.Typer(
 )
 
 
-def run_command(method: str, recipe: Path, overrides: list[str], data: Path | None, output: Path | None, resume: bool):
-    """Load and check the recipe, train, and turn every input problem into one red line and exit code 2."""
+def run_command(
+    method: str, recipe: Path, overrides: list[str], data: Path | None, output: Path | None, resume: bool, plan: bool
+) -> None:
+    """Load and check the recipe, train (``plan``: print what training would do instead), and turn every input
+    problem into one red line and exit code 2."""
     from rich.console import Console
 
     from josh.training.recipe import RecipeError, load_recipe  # deferred: keeps josh --help light
@@ -39,6 +43,13 @@ def run_command(method: str, recipe: Path, overrides: list[str], data: Path | No
             loaded.data = data
         if output is not None:
             loaded.output_dir, loaded.run_name = output.parent, output.name
+        if plan:
+            from josh.training.launch import world_size  # deferred: keeps josh --help light
+            from josh.training.runner import plan as training_plan  # deferred: keeps josh --help light
+
+            return print_plan(
+                f"josh train {method} --plan", training_plan(loaded, resume=resume, processes=world_size())
+            )
         run_dir = train(loaded, resume=resume, source=str(recipe))
     from accelerate import PartialState
 
@@ -71,8 +82,9 @@ def _command(method: str) -> Callable[..., None]:
             None, "--output", "-o", help="run folder (default: <output_dir>/<run_name> from the recipe)"
         ),
         resume: bool = typer.Option(False, "--resume", help="continue from the last checkpoint-N in the run folder"),
+        plan: bool = typer.Option(False, "--plan", help=PLAN_HELP),
     ) -> None:
-        run_command(method, recipe, overrides or [], data, output, resume)
+        run_command(method, recipe, overrides or [], data, output, resume, plan)
 
     command.__doc__ = METHODS[method]
     if method in ONLINE:

@@ -8,6 +8,7 @@ resolved ``recipe.yaml``, ``metrics.json`` (loss curve, tokens, runtime, tokens/
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from josh.training import data as data_mod
-from josh.training.config import check_liger_kernel, check_report_to, with_min_steps
+from josh.training.config import check_liger_kernel, check_report_to, optimizer_steps, with_min_steps
 from josh.training.launch import process_state
 from josh.training.model import load_model, load_tokenizer, model_path
 from josh.training.recipe import RecipeError, TrainRecipe
@@ -116,6 +117,35 @@ def _prepare_rows(recipe: TrainRecipe) -> tuple[list[dict[str, Any]], Any]:
         _trainer_module("kto").validate(recipe, rows)
         data_mod.check_kto_labels(rows, recipe.data)
     return rows, tokenizer
+
+
+def plan(recipe: TrainRecipe, *, resume: bool = False, processes: int = 1) -> dict[str, str]:
+    """What ``train`` would do, checked as it checks before loading a model (the model installed, the trainer's
+    packages, the data, the lengths, the run folder) and nothing trained or written: each line of the plan."""
+    packages = ["trl", "peft", *(["bitsandbytes"] if recipe.quantization.load_in_4bit else [])]
+    missing = [name for name in packages if importlib.util.find_spec(name) is None]
+    if missing:
+        raise RecipeError(f"training needs {', '.join(missing)}, not installed: pip install 'josh-agents[train]'")
+    model = model_path(recipe.model.name)
+    rows, _, checkpoint = prepare(recipe, resume=resume)
+    lines = {"method": recipe.method, "model": str(model)}
+    if recipe.model.adapter:
+        lines["continues adapter"] = recipe.model.adapter
+    if recipe.method != "grpo":
+        sized = with_min_steps(recipe, len(rows), processes)
+        opt = sized.optim
+        batch = opt.per_device_batch_size * opt.gradient_accumulation_steps * processes
+        lines["data"] = f"{recipe.data}: {len(rows)} rows within max_length {recipe.max_length}"
+        lines["effective batch"] = (
+            f"{batch} rows = {opt.per_device_batch_size} per device x {opt.gradient_accumulation_steps} accumulation "
+            f"x {processes} process(es)"
+        )
+        steps = opt.max_steps if opt.max_steps > 0 else optimizer_steps(sized, len(rows), processes)
+        lines["optimizer steps"] = str(steps)
+    else:
+        lines["tasks"] = f"{len(rows)} {recipe.grpo.split} tasks of {recipe.grpo.env}/{recipe.grpo.data}"
+    lines["writes"] = str(recipe.run_dir) + (f" (resumes {checkpoint.name})" if checkpoint else "")
+    return lines
 
 
 def train(recipe: TrainRecipe, *, resume: bool = False, source: str | None = None, progress: bool = True) -> Path:
