@@ -336,11 +336,12 @@ def loop_(
         None, "--seeds", min=1, help="run N independent seeds into RUN/seed-K/ with a combined report (= --set seeds=N)"
     ),
     progress: bool = PROGRESS,
+    plan: bool = typer.Option(False, "--plan", help=PLAN_HELP),
 ) -> None:
     """Self-train: baseline eval, warm start, rounds of rollouts -> extract -> SFT/KTO -> eval, report (resumable)."""
     from josh.loop.demo import run_with_table  # deferred: keeps josh --help light
 
-    run_with_table(recipe, overrides or [], progress=progress, seeds=seeds)
+    run_with_table(recipe, overrides or [], progress=progress, seeds=seeds, plan=plan)
 
 
 @app.command("report")

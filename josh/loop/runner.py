@@ -54,6 +54,7 @@ from josh.loop.stages import (
     ExtractStage,
     Merger,
     MergeStage,
+    Planned,
     RolloutStage,
     RowsStage,
     StageContext,
@@ -61,7 +62,6 @@ from josh.loop.stages import (
     TrainStage,
     Unfinished,
     WarmStartStage,
-    kto_labels,
     merge_with_peft,
     rollout_tasks,
     train_with_trl,
@@ -112,12 +112,7 @@ class Loop:
         if self.recipe.seeds > 1:
             raise ValueError(f"the recipe asks for {self.recipe.seeds} seeds: run it with josh.loop.seeds.run_seeds")
         if not self.ctx.dry:
-            if self.recipe.launch is not None:
-                self.recipe.launch.check()
-            if self.ctx.served is not None:
-                self.ctx.served.check()
-            if (self.run_dir / "seeds.yaml").is_file():
-                raise ValueError(f"{self.run_dir} holds a run of several seeds; give this run another name")
+            self._check()
             self.run_dir.mkdir(parents=True, exist_ok=True)
             write_atomic(self.run_dir / LOOP_RECIPE, self.recipe.to_yaml())
         try:
@@ -126,6 +121,23 @@ class Loop:
             self.result.unfinished = str(exc)
         self.write_report()
         return self.result
+
+    def plan(self) -> list[Planned]:
+        """Every stage the loop would run or skip (finished for the same settings and inputs), in order, each with
+        at most what it costs; the checks a run makes first are made, and nothing runs or is written."""
+        self._check()
+        self.ctx.plan = []
+        self._run()
+        return self.ctx.plan
+
+    def _check(self) -> None:
+        """What a run checks before its first stage: the launch config, the agent's server, the run folder."""
+        if self.recipe.launch is not None:
+            self.recipe.launch.check()
+        if self.ctx.served is not None:
+            self.ctx.served.check()
+        if (self.run_dir / "seeds.yaml").is_file():
+            raise ValueError(f"{self.run_dir} holds a run of several seeds; give this run another name")
 
     def _run(self) -> None:
         recipe = self.recipe
@@ -196,7 +208,7 @@ class Loop:
             config.rows_seed,
         )  # fmt: skip
         self.ctx.execute(rows)
-        good, bad = kto_labels([rows.rows])
+        good, bad = self.ctx.kto_labels([rows.rows])
         if not (good and bad):
             self.note(WARM_KTO, 0, f"KTO needs good and bad turns; its rows have {good} good and {bad} bad")
             return

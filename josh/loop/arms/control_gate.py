@@ -14,7 +14,6 @@ from josh.loop.arms.base import ArmBase, LoopServices, Model, Round
 from josh.loop.recipe import LoopRecipe
 from josh.loop.stages import Stage, StageContext
 from josh.loop.stages.manifest import Input
-from josh.util.jsonl import count_rows
 from josh.util.layout import EXTRACT_STATS, rows_file
 
 NAME = "control-gate"
@@ -67,7 +66,7 @@ class GateControlArm(ArmBase):
         data = UngatedExtractStage(loop.ctx, r, round_.rollouts.trees)
         loop.ctx.execute(data)
         rows = [*map(ungated, round_.prior_sft), data.sft]
-        if not any(count_rows(p) for p in rows):
+        if not any(loop.ctx.rows(p) for p in rows):
             loop.note(NAME, r, "no ideal path gave a row even without the gate: nothing to train")
             return None
         train = loop.train_stage(

@@ -8,7 +8,6 @@ from typing import ClassVar
 
 from josh.loop.arms.base import ArmBase, LoopServices, Model, Round
 from josh.loop.recipe import LoopRecipe
-from josh.loop.stages import kto_labels
 
 
 class KTOArm(ArmBase):
@@ -23,7 +22,7 @@ class KTOArm(ArmBase):
         assert recipe.kto is not None
         arm, sft = self.name(recipe), round_.models.get("sft")
         rows = [*(loop.kto_sources if recipe.accumulate else []), round_.extracted.kto]
-        good, bad = kto_labels(rows)
+        good, bad = loop.ctx.kto_labels(rows)
         if not (good and bad):
             loop.note(arm, r, f"KTO needs good and bad turns; its rows have {good} good and {bad} bad")
             return None

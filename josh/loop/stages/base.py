@@ -32,7 +32,9 @@ from josh.loop.result import LoopResult
 from josh.loop.served import ServedPolicy
 from josh.loop.stages.manifest import Input, run_stage, stage_done
 from josh.run.components import ComponentOptions, Components
+from josh.run.plan import Bound
 from josh.training.recipe import TrainRecipe
+from josh.util.jsonl import count_rows, iter_jsonl
 
 Trainer = Callable[[TrainRecipe, bool], Path]
 Builder = Callable[[ComponentOptions], Components]
@@ -48,8 +50,25 @@ def complete(summary: Path) -> bool:
         return False
 
 
+def _kto_labels(paths: list[Path]) -> tuple[int, int]:
+    """(desirable, undesirable) rows over KTO files."""
+    labels = [bool(row.get("label")) for path in paths if path.is_file() for row in iter_jsonl(path)]
+    return sum(labels), len(labels) - sum(labels)
+
+
 class Unfinished(Exception):
     """A dry run reached a stage that has not finished."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A stage as ``josh loop --plan`` lists it: whether it would run or be skipped (finished for the same settings
+    and inputs), and at most what it costs."""
+
+    name: str
+    folder: Path
+    runs: bool
+    bound: Bound
 
 
 @dataclass
@@ -64,7 +83,9 @@ class StageContext:
     progress: bool = True
     dry: bool = False
     served: ServedPolicy | None = None
+    plan: list[Planned] | None = None
     result: LoopResult = field(init=False)
+    _to_make: set[Path] = field(default_factory=set, init=False, repr=False)
     _env: Env | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -81,12 +102,19 @@ class StageContext:
         return self._env
 
     def log(self, text: str) -> None:
-        if not self.dry:
+        if not self.dry and self.plan is None:
             self.console.print(text, markup=False, highlight=False)
 
     def execute(self, stage: Stage) -> None:
-        """Run ``stage`` unless it finished for the same settings and inputs (see the module docstring)."""
+        """Run ``stage`` unless it finished for the same settings and inputs (see the module docstring); in a plan,
+        only list it (the files a listed stage would make are then taken to hold rows, see ``rows``)."""
         settings, inputs, earlier = stage.settings(), stage.inputs(), stage.earlier_settings()
+        if self.plan is not None:
+            runs = not stage_done(stage.folder, settings, inputs, stage.done, earlier=earlier)
+            self.plan.append(Planned(stage.name, stage.folder, runs, stage.bound() if runs else Bound()))
+            if runs:
+                self._to_make.update(stage.outputs())
+            return
         if self.dry:
             if not stage_done(stage.folder, settings, inputs, stage.done, earlier=earlier):
                 raise Unfinished(stage.name)
@@ -96,6 +124,21 @@ class StageContext:
             stage.name, stage.folder, settings, inputs, stage.run, finished=stage.done, log=self.log, earlier=earlier
         )
         (self.result.ran if ran else self.result.skipped).append(stage.name)
+
+    def rows(self, path: Path) -> int:
+        """The rows of a JSONL file a stage made (0 when missing); in a plan, 1 for a file a listed stage would make,
+        so that the stages which train on it are listed too."""
+        return 1 if path in self._to_make else count_rows(path)
+
+    def kto_labels(self, paths: list[Path]) -> tuple[int, int]:
+        """(desirable, undesirable) rows over KTO files; in a plan, (1, 1) when a listed stage would make one."""
+        return (1, 1) if self._to_make.intersection(paths) else _kto_labels(paths)
+
+    def options(self, split: str, model: str, sampling: Sampling | None) -> ComponentOptions:
+        """The run spec of one stage: its split, model and agent sampling."""
+        return ComponentOptions(
+            **{**self.recipe.setup.model_dump(), "model": model}, split=split, agent_sampling=sampling
+        )
 
     def components(self, split: str, model: str, sampling: Sampling | None) -> Components:
         """The run spec's env, tasks, agent, user and LLMs for one stage: its split, model and sampling (a served
@@ -140,6 +183,10 @@ class Stage(ABC):
     def done(self) -> bool:
         """Whether its output is there and whole (by default: every output file exists)."""
         return all(path.is_file() for path in self.outputs())
+
+    def bound(self) -> Bound:
+        """At most what running the stage costs in LLM calls and generated tokens (none by default)."""
+        return Bound()
 
     @abstractmethod
     def run(self) -> None:

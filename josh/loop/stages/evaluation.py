@@ -10,6 +10,7 @@ from josh.eval.evaluate import evaluate
 from josh.llm.health import require_complete, stop_if_failing
 from josh.loop.stages.base import Stage, StageContext, complete
 from josh.loop.stages.manifest import Input
+from josh.run.plan import Bound, conversation_bound
 from josh.types import Task
 from josh.util.layout import RESULTS, SUMMARY
 
@@ -41,6 +42,11 @@ class EvalStage(Stage):
 
     def done(self) -> bool:
         return complete(self.summary)  # written when the run ends; whole once no conversation is pending
+
+    def bound(self) -> Bound:
+        spec = self.ctx.recipe.eval
+        options = self.ctx.options(spec.split, str(self.model), spec.sampling)
+        return conversation_bound(options, spec.max_turns) * (len(eval_tasks(self.ctx)) * spec.trials)
 
     def run(self) -> None:
         spec = self.ctx.recipe.eval

@@ -13,7 +13,6 @@ from josh.harvest.control import extract_random
 from josh.harvest.extract import extract, hf_token_counter
 from josh.loop.stages.base import Stage, StageContext
 from josh.loop.stages.manifest import Input
-from josh.util.jsonl import count_rows, iter_jsonl
 from josh.util.layout import EXTRACT_STATS as STATS_FILE
 from josh.util.layout import rows_file
 
@@ -61,7 +60,7 @@ class ExtractStage(Stage):
 
     def sft_rows(self) -> int:
         """Non-empty lines of ``sft.jsonl`` (0 when it is missing)."""
-        return count_rows(self.sft)
+        return self.ctx.rows(self.sft)
 
     def harvest(self) -> str:
         """'no usable tree at extract.min_reward X (K of N trees rewarded)', from the extraction's statistics."""
@@ -100,12 +99,6 @@ class ExtractStage(Stage):
             )
 
 
-def kto_labels(paths: list[Path]) -> tuple[int, int]:
-    """(desirable, undesirable) rows over KTO files."""
-    labels = [bool(row.get("label")) for path in paths if path.is_file() for row in iter_jsonl(path)]
-    return sum(labels), len(labels) - sum(labels)
-
-
 class TreeExtractStage(Stage):
     """Round ``round_``'s tree-advantage rows (``tree.jsonl``): every sibling turn of the trees in ``trees``."""
 
@@ -127,7 +120,7 @@ class TreeExtractStage(Stage):
 
     def row_count(self) -> int:
         """Non-empty lines of ``tree.jsonl`` (0 when it is missing)."""
-        return count_rows(self.rows)
+        return self.ctx.rows(self.rows)
 
     def run(self) -> None:
         stats = extract(self.trees, self.folder, formats=("tree",), advantages=self.ctx.recipe.advantages)

@@ -10,6 +10,7 @@ from josh.core.llm import Sampling
 from josh.llm.health import require_complete, stop_if_failing
 from josh.loop.stages.base import Stage, StageContext, complete
 from josh.loop.stages.manifest import Input
+from josh.run.plan import Bound, opening_bound, turn_bound
 from josh.search.rollout import RolloutConfig, run_rollouts
 from josh.types import Task
 from josh.util.layout import ROLLOUT_STATS as STATS_FILE
@@ -62,6 +63,11 @@ class RolloutStage(Stage):
 
     def outputs(self) -> list[Path]:
         return [self.trees, self.stats]
+
+    def bound(self) -> Bound:
+        options = self.ctx.options(self.spec.split, str(self.policy), self.spec.sampling)
+        turns = turn_bound(options) * self.spec.search.expanded_turns
+        return (turns + opening_bound(options)) * len(self.tasks)
 
     def done(self) -> bool:
         return complete(self.stats)  # written when the search ends, also after a crash; whole once none is pending
