@@ -12,7 +12,7 @@ from rich.table import Table
 from typer.core import TyperCommand
 
 from josh.cli.options import key_values, registry
-from josh.util.errors import reports_errors
+from josh.util.errors import reports_errors, skips_bad_lines
 
 ENV_HELP = "the environment to check"
 
@@ -28,6 +28,7 @@ class CheckEnvCommand(TyperCommand):
 
 
 @reports_errors
+@skips_bad_lines
 def check_env(
     name: str = typer.Argument(..., help=ENV_HELP, show_default=False),
     data: str = typer.Option("default", help="the environment's data source, as `josh eval --data`"),

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from josh.util.errors import reports_errors
+from josh.util.errors import reports_errors, skips_bad_lines
 
 if TYPE_CHECKING:
     from josh.envs.toolwoz.data import ToolWOZData
@@ -49,7 +49,7 @@ DEFAULT_DEST = {
 
 def _fail(exc: Exception) -> typer.Exit:
     errors.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
-    return typer.Exit(1)
+    return typer.Exit(2)
 
 
 @data_app.command()
@@ -185,6 +185,8 @@ def _load(source: str) -> ToolWOZData:
 
 
 @data_app.command()
+@reports_errors
+@skips_bad_lines
 def stats(
     source: str = typer.Argument(
         "mini", help="'mini', 'toolwoz' (the paper's, once downloaded), a folder, or a dataset.zip"
@@ -234,6 +236,8 @@ def stats(
 
 
 @data_app.command()
+@reports_errors
+@skips_bad_lines
 def show(
     split: str = typer.Argument(..., help="train, val, test (or full_test for MultiWOZ sources)"),
     source: str = typer.Option("mini", "--source"),

@@ -11,7 +11,7 @@ import typer
 
 from josh.cli.options import key_values
 from josh.registry import parse_backend_model
-from josh.util.errors import reported, reports_errors
+from josh.util.errors import reported, reports_errors, skips_bad_lines
 from josh.util.layout import EVAL_LOG, RESULTS
 
 JUDGE_HELP = "the LLM judge, BACKEND:MODEL (e.g. hf:smollm2, openai:gpt-4.1)"
@@ -88,6 +88,7 @@ def judge_after_eval(folder: Path, spec: Any, env: Any) -> None:
 
 
 @reports_errors
+@skips_bad_lines
 def judge(
     run: str | None = typer.Argument(None, help="a finished `josh eval` folder (results.jsonl)"),
     judge: str = typer.Option("hf:smollm2", "--judge", help=JUDGE_HELP),
@@ -134,6 +135,7 @@ def judge(
 
 
 @reports_errors
+@skips_bad_lines
 def arena(
     runs: list[str] = typer.Argument(..., help="two or more finished `josh eval` folders of one environment"),
     out: str = typer.Option(

@@ -24,7 +24,7 @@ from josh.cli.judging import (
 )
 from josh.cli.judging import judge_spec as judge_spec_of
 from josh.cli.options import MAX_TURNS, PROGRESS, RunCommand, key_values, option, run_options, split_option
-from josh.util.errors import reported, reports_errors, set_verbose
+from josh.util.errors import reported, reports_errors, set_verbose, skips_bad_lines
 from josh.util.layout import EVAL_LOG, ROLLOUT_LOG
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ def version() -> None:
 
 
 @app.command(cls=RunCommand)
+@skips_bad_lines
 @run_options(split="train")
 def rollout(
     out: str = typer.Option(..., "--out", help="run folder: trees.jsonl and stats.json go here (rerun to resume)"),
@@ -118,6 +119,7 @@ def rollout(
 
 
 @app.command("eval", cls=RunCommand)
+@skips_bad_lines
 @run_options(split="test")
 def eval_(
     out: str = typer.Option(..., "--out", help="run folder: results.jsonl and summary.json (rerun to resume)"),
@@ -199,6 +201,7 @@ def _print_errors(counts: dict[str, int], out: str) -> None:
 
 
 @app.command()
+@skips_bad_lines
 def extract(
     run: str = typer.Argument(..., help="rollout run folder (or its trees.jsonl)"),
     out: str | None = typer.Option(None, help="output folder (default: the run folder)"),
@@ -208,9 +211,6 @@ def extract(
         False, help="keep an ideal path's turns before its first failed turn instead of dropping the tree"
     ),
     tokenizer: str | None = typer.Option(None, help="count tokens with this HF tokenizer (default: whitespace)"),
-    skip_bad_lines: bool = typer.Option(
-        False, "--skip-bad-lines", help="skip trees.jsonl lines that are not trees (counted as unreadable)"
-    ),
     formats: list[str] = typer.Option(
         None, "--format", help="file to write, repeatable: sft, kto, dpo (default: all three) or tree (advantages)"
     ),
@@ -248,7 +248,7 @@ def extract(
         folder = Path(run) if Path(run).is_dir() else Path(run).parent
         scorer = reply_judge(rollout_policy(folder), gate.uses_grammar, gate.max_tokens) if gate else None
         stats, out_dir = extract_run(
-            run, out, config, tokenizer=tokenizer, skip_bad_lines=skip_bad_lines, formats=chosen,
+            run, out, config, tokenizer=tokenizer, formats=chosen,
             advantages=AdvantageConfig(subtree=subtree), judge=scorer,
         )  # fmt: skip
         if push_to_hub:
@@ -281,6 +281,7 @@ def extract(
 
 
 @app.command()
+@skips_bad_lines
 def view(
     run: str = typer.Argument(..., help="rollout run folder (or its trees.jsonl), or an evaluation folder"),
     task: str | None = typer.Option(None, "--task", help="one task's tree page (default: every task plus an index)"),
@@ -316,6 +317,7 @@ def view(
 
 @app.command("loop")
 @reports_errors
+@skips_bad_lines
 def loop_(
     recipe: str = typer.Option(..., "--recipe", "-r", help="loop recipe YAML, e.g. recipes/demo-cpu.yaml"),
     overrides: list[str] = typer.Option(None, "--set", help="override a recipe key, e.g. --set rounds=2"),
@@ -331,6 +333,7 @@ def loop_(
 
 
 @app.command("report")
+@skips_bad_lines
 def report_(
     run_dir: str = typer.Argument(..., help="a josh loop run folder (one seed, or the parent of seed-K/ folders)"),
     as_json: bool = typer.Option(False, "--json", help="print report.json instead of the tables"),
@@ -355,6 +358,7 @@ def report_(
 
 @app.command("compare")
 @reports_errors
+@skips_bad_lines
 def compare_(
     models: list[str] = typer.Argument(
         ...,
@@ -377,6 +381,7 @@ def compare_(
 
 @app.command()
 @reports_errors
+@skips_bad_lines
 def demo(
     overrides: list[str] = typer.Option(None, "--set", help="override a key of recipes/demo-cpu.yaml"),
     progress: bool = PROGRESS,
@@ -389,6 +394,7 @@ def demo(
 
 @app.command()
 @reports_errors
+@skips_bad_lines
 def matrix(
     out: str = typer.Option(
         ..., "--out", help="folder: one evaluation per cell, matrix.json, matrix.md (rerun to resume)"

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from josh.util.errors import reported
+from josh.util.errors import reported, skips_bad_lines
 
 train_app = typer.Typer(
     help="Fine-tune an agent on extracted SFT / KTO / DPO / tree data, or online with GRPO (LoRA, optional 4-bit, "
@@ -83,4 +83,4 @@ def _command(method: str) -> Callable[..., None]:
 
 
 for _method in METHODS:
-    train_app.command(_method)(_command(_method))
+    train_app.command(_method)(skips_bad_lines(_command(_method)))

@@ -154,7 +154,7 @@ def test_dataset_errors(tmp_path):
         read_rows(write_jsonl(tmp_path / "good.jsonl", only_good), "kto")
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(sft_rows(1)[0]) + "\n{not json\n")
-    with pytest.raises(DatasetError, match=r"bad\.jsonl:2"):
+    with pytest.raises(DatasetError, match=r"bad\.jsonl: line 2 is not a valid"):
         read_rows(bad, "sft")
     with pytest.raises(DatasetError, match="missing chosen, rejected"):
         read_rows(write_jsonl(tmp_path / "kto_as_dpo.jsonl", [{"prompt": [{"role": "user", "content": "hi"}]}]), "dpo")
