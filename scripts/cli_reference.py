@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from josh.cli.main import app  # noqa: E402
 from josh.cli.options import NAMED, OPTIONS, RunCommand, registry_help  # noqa: E402
+from josh.util.errors import EXIT_CODES  # noqa: E402
 
 HEADER = """# CLI reference
 
@@ -33,7 +34,12 @@ Every `josh` command with its arguments and options, as `josh COMMAND --help` pr
 (or `JOSH_VERBOSE=1`) adds the traceback to a failure's one-line message. The concept pages say what the commands do:
 [evaluation](concepts/evaluation.md), [search](concepts/search.md), [harvest](concepts/harvest.md),
 [training](concepts/training.md), [the loop](concepts/loop.md).
-"""
+
+Every command exits with one of these codes:
+
+| exit code | meaning |
+|---|---|
+""" + "".join(f"| {code} | {meaning} |\n" for code, meaning in EXIT_CODES.items())
 
 
 def is_group(command: Command) -> bool:

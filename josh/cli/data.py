@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from josh.cli.options import json_summary, prints_json
 from josh.util.errors import reports_errors, skips_bad_lines
 
 if TYPE_CHECKING:
@@ -187,6 +188,7 @@ def _load(source: str) -> ToolWOZData:
 @data_app.command()
 @reports_errors
 @skips_bad_lines
+@prints_json
 def stats(
     source: str = typer.Argument(
         "mini", help="'mini', 'toolwoz' (the paper's, once downloaded), a folder, or a dataset.zip"
@@ -213,6 +215,7 @@ def stats(
     for column in columns:
         table.add_column(column, justify="right")
     defects: dict[str, str] = {}
+    counts: dict[str, dict[str, int]] = {}
     for split, tasks in data.splits.items():
         domains = Counter(d for t in tasks for d in t.details.get("domains", []))
         names = Counter(g.name.split("_")[0] for t in tasks for g in t.goals)
@@ -229,7 +232,9 @@ def stats(
             sum(bool(t.details.get("defect")) for t in tasks),
         )
         table.add_row(split, *map(str, row))
+        counts[split] = dict(zip(columns[1:], row, strict=True))
         defects.update((t.id, t.details["defect"]) for t in tasks if t.details.get("defect"))
+    json_summary({"source": source, "db": str(data.db_dir), "splits": counts, "defects": defects})
     console.print(table)
     for task_id, why in defects.items():
         console.print(f"defect {task_id}: {why}")

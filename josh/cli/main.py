@@ -23,9 +23,21 @@ from josh.cli.judging import (
     judge_after_eval,
 )
 from josh.cli.judging import judge_spec as judge_spec_of
-from josh.cli.options import MAX_TURNS, PROGRESS, RunCommand, key_values, option, run_options, split_option
+from josh.cli.options import (
+    MAX_TURNS,
+    PROGRESS,
+    RunCommand,
+    json_summary,
+    key_values,
+    option,
+    prints_json,
+    run_options,
+    split_option,
+)
+from josh.util.atomic import no_half_made
 from josh.util.errors import reported, reports_errors, set_verbose, skips_bad_lines
 from josh.util.layout import EVAL_LOG, ROLLOUT_LOG
+from josh.util.width import wide_when_not_a_terminal
 
 if TYPE_CHECKING:
     from josh.run.components import ComponentOptions
@@ -48,6 +60,7 @@ def main(
 ) -> None:
     """JOSH: rollouts with turn-level beam search, SFT/KTO/DPO data, LoRA training, evaluation."""
     set_verbose(verbose)
+    wide_when_not_a_terminal()  # tables whole in a pipe or a job's log, not cut to 80 columns
     # Idle OpenMP threads sleep instead of spinning (see josh.loop.demo): on a CPU shared with other work, spinning threads
     # made generation several times slower. Every command imports torch lazily, after this.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -63,6 +76,7 @@ def version() -> None:
 
 @app.command(cls=RunCommand)
 @skips_bad_lines
+@prints_json
 @run_options(split="train")
 def rollout(
     out: str = typer.Option(..., "--out", help="run folder: trees.jsonl and stats.json go here (rerun to resume)"),
@@ -86,7 +100,8 @@ def rollout(
     from josh.search.rollout import RolloutConfig, RolloutOptions, rollout_from_options
     from josh.util.quiet import noise_to  # deferred: keeps josh --help light
 
-    with reported(interrupted=f"finished trees are in {out}/trees.jsonl; rerun the same command to resume"):
+    resume = f"finished trees are in {out}/trees.jsonl; rerun the same command to resume"
+    with reported(interrupted=resume), no_half_made(out):
         search = SearchConfig(max_beam=beam, branching=branching, max_depth=max_depth)
         options = RolloutOptions(
             out=out, components=spec, rollout=RolloutConfig(search=search, concurrency=concurrency)
@@ -103,6 +118,7 @@ def rollout(
                     cpus_per_actor=cpus_per_actor, max_attempts=max_attempts,
                 )  # fmt: skip
                 stats = rollout_on_ray(options, ray_options, progress=progress)
+    json_summary(stats)
     failed = f", {stats.failed} failed (LLM errors; not counted, searched again on rerun)" if stats.failed else ""
     typer.echo(
         f"{stats.tasks} tasks ({stats.skipped_finished} already done{failed}), {stats.success} reached 100%, "
@@ -120,6 +136,7 @@ def rollout(
 
 @app.command("eval", cls=RunCommand)
 @skips_bad_lines
+@prints_json
 @run_options(split="test")
 def eval_(
     out: str = typer.Option(..., "--out", help="run folder: results.jsonl and summary.json (rerun to resume)"),
@@ -140,7 +157,8 @@ def eval_(
     from josh.run.components import build_components, preflight  # deferred: keeps josh --help light
     from josh.util.quiet import noise_to  # deferred: keeps josh --help light
 
-    with reported(interrupted=f"finished conversations are in {out}/results.jsonl; rerun the same command to resume"):
+    resume = f"finished conversations are in {out}/results.jsonl; rerun the same command to resume"
+    with reported(interrupted=resume), no_half_made(out):
         preflight(spec)
         judge_spec = judge_spec_of(judge, judge_options, grammar=judge_grammar, max_tokens=judge_max_tokens, check=True)
         with noise_to(Path(out) / EVAL_LOG):
@@ -170,6 +188,7 @@ def eval_(
                 stop_if_failing(built.llms, ended=True)
         finally:
             built.close()
+    json_summary(summary)
     print_summary(summary, title=f"{spec.agent} on {spec.env}/{spec.data}:{spec.split} -> {out}")
     _print_errors(summary.error_counts, out)
     from josh.run.diagnostics import print_diagnostics  # deferred: keeps josh --help light
@@ -202,6 +221,7 @@ def _print_errors(counts: dict[str, int], out: str) -> None:
 
 @app.command()
 @skips_bad_lines
+@prints_json
 def extract(
     run: str = typer.Argument(..., help="rollout run folder (or its trees.jsonl)"),
     out: str | None = typer.Option(None, help="output folder (default: the run folder)"),
@@ -233,7 +253,7 @@ def extract(
     from josh.harvest.extract import TRL_FORMATS, ExtractConfig, extract_run  # deferred: keeps josh --help light
     from josh.harvest.judge_gate import JudgeGate  # deferred: keeps josh --help light
 
-    with reported():
+    with reported(), no_half_made(out or run):
         spec = judge_spec_of(judge, judge_options, grammar=judge_grammar, max_tokens=judge_max_tokens)
         gate = None
         if spec is not None:
@@ -255,6 +275,7 @@ def extract(
             from josh.harvest.hub import push_rows  # deferred: datasets and huggingface_hub are heavy
 
             pushed = push_rows(out_dir, push_to_hub, chosen, private=private)
+    json_summary(stats)
     parts = []
     if set(chosen) & set(TRL_FORMATS):
         parts.append(

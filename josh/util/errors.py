@@ -39,6 +39,15 @@ EXTRAS = {
     },
 }
 
+EXIT_CODES: dict[int, str] = {
+    0: "done",
+    1: "finished incomplete (conversations or trees whose LLM failed are not counted: rerun the same command to redo "
+    "them; `josh check-env`: a check failed), or an unexpected error, a bug in josh (`josh --verbose` shows where)",
+    2: "bad input or something missing, before or during the run: an unknown option or recipe key, a bad line of a "
+    "file (`--skip-bad-lines`), a missing file, model, data set or package, a backend that cannot be reached",
+    130: "interrupted (Ctrl-C, or SIGTERM from a scheduler): what finished is kept; rerunning the same command resumes",
+}
+
 _verbose = False
 
 
