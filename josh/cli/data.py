@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from josh.cli.options import json_summary, prints_json
-from josh.util.errors import reports_errors, skips_bad_lines
+from josh.util.errors import report, reports_errors, skips_bad_lines
 
 if TYPE_CHECKING:
     from josh.envs.toolwoz.data import ToolWOZData
@@ -49,8 +49,8 @@ DEFAULT_DEST = {
 
 
 def _fail(exc: Exception) -> typer.Exit:
-    errors.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
-    return typer.Exit(2)
+    """The failure's one line (with its fix, for a bad line of a file) and exit code 2."""
+    return report(exc)
 
 
 @data_app.command()
