@@ -38,8 +38,8 @@ Every `josh` command with its arguments and options, as `josh COMMAND --help` pr
 A command that reads JSON-lines files (a run's `trees.jsonl` or `results.jsonl` when it resumes or reads them, task
 files, training rows) stops at a line that is not valid JSON or not the record it expects, naming the file, the line
 and the fix; `--skip-bad-lines` (or `JOSH_SKIP_BAD_LINES=1`) skips such lines and reports each one on standard error.
-A last line cut short by a crash is always skipped. `--json` on `eval`, `rollout`, `extract`, `data stats`, `compare`
-and `report` prints the summary as JSON on standard output and every other line on standard error. When standard
+A last line cut short by a crash is always skipped. `--json` on `eval`, `rollout`, `extract`, `data stats`, `check-env`,
+`matrix`, `judge`, `arena`, `compare` and `report` prints the summary as JSON on standard output and every other line on standard error. When standard
 output is not a terminal (a pipe, a cluster job's log file), tables and help are laid out 200 columns wide instead of
 80, so nothing is cut (set `COLUMNS` to choose another width). A `--out` folder that `eval`, `rollout` or `extract`
 made and then failed in before writing a record is removed again; one that was there, or holds records, is kept.

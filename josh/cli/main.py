@@ -416,6 +416,7 @@ def demo(
 @app.command()
 @reports_errors
 @skips_bad_lines
+@prints_json
 def matrix(
     out: str = typer.Option(
         ..., "--out", help="folder: one evaluation per cell, matrix.json, matrix.md (rerun to resume)"
@@ -455,6 +456,7 @@ def matrix(
         llm_options=settings, limit=limit, trials=trials, max_turns=max_turns, concurrency=concurrency,
     )  # fmt: skip
     result = asyncio.run(run_matrix(config, out, progress=progress, say=lambda t: console.print(t, soft_wrap=True)))
+    json_summary(result)
     print_matrix(result, console)
 
 

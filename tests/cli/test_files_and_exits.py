@@ -173,6 +173,16 @@ def test_json_prints_the_summary_alone_on_stdout(tmp_path, command):
     assert printed[key] == written[key] == 2
 
 
+def test_json_on_check_env_and_matrix_is_their_report(tmp_path):
+    checked = _invoke("check-env", "toolwoz", "--data", "mini", "--json")
+    assert checked.exit_code == 0, checked.output
+    assert {c["name"] for c in json.loads(checked.stdout)["checks"]} and "check" not in checked.stdout.split("{")[0]
+    matrix = _invoke("matrix", "--out", str(tmp_path / "m"), "--agent", "oracle", "--user", "agenda", "--limit", "2",
+                     "--no-progress", "--json")  # fmt: skip
+    assert matrix.exit_code == 0, matrix.output
+    assert json.loads(matrix.stdout) == json.loads((tmp_path / "m" / "matrix.json").read_text())
+
+
 def _piped(*args: str) -> str:
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     env["PYTHONPATH"] = str(ROOT)
