@@ -127,7 +127,7 @@ def _bad_line(path: Path, number: int, offset: int, reason: str, skip: bool | No
 
 
 def _json_reason(exc: ValueError | RecursionError) -> str:
-    if isinstance(exc, json.JSONDecodeError):  # "Unterminated string starting at" names its column itself
+    if isinstance(exc, json.JSONDecodeError):  # some messages end in "at" ("Invalid control character at")
         return f"is not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})"
     if isinstance(exc, UnicodeDecodeError):
         return f"is not UTF-8 text (byte {exc.start})"
@@ -157,15 +157,15 @@ def read_models(
         if lines is not None and number not in lines:
             continue
         try:
-            yield model.model_validate(value)
+            record = model.model_validate(value)
         except ValidationError as exc:
             reason = f"is not {what}: {brief(exc)}"
-            try:
-                bad_line(path, number, reason, skip=skip_bad)
-            except CorruptLineError as error:
-                raise error from None
-            if on_skip is not None:
-                on_skip(number, reason)
+        else:
+            yield record
+            continue
+        bad_line(path, number, reason, skip=skip_bad)
+        if on_skip is not None:
+            on_skip(number, reason)
 
 
 def json_line(record: BaseModel | dict[str, Any] | str) -> tuple[str, bool]:

@@ -111,13 +111,13 @@ def read_tasks(path: Path) -> list[Task]:
             if not line.strip():
                 continue
             try:
-                tasks.append(_read_task(line))
+                task = _read_task(line)
             except ValidationError as exc:
                 problem = _task_problem(line, exc)
-                try:
-                    bad_line(path, number, problem, error=BadTaskLine)
-                except BadTaskLine as error:
-                    raise error from None
+            else:
+                tasks.append(task)
+                continue
+            bad_line(path, number, problem, error=BadTaskLine)
     return tasks
 
 
