@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from josh.cli.main import app  # noqa: E402
 from josh.cli.options import NAMED, OPTIONS, RunCommand, registry_help  # noqa: E402
+from josh.util.errors import EXIT_CODES  # noqa: E402
 
 HEADER = """# CLI reference
 
@@ -33,7 +34,21 @@ Every `josh` command with its arguments and options, as `josh COMMAND --help` pr
 (or `JOSH_VERBOSE=1`) adds the traceback to a failure's one-line message. The concept pages say what the commands do:
 [evaluation](concepts/evaluation.md), [search](concepts/search.md), [harvest](concepts/harvest.md),
 [training](concepts/training.md), [the loop](concepts/loop.md).
-"""
+
+A command that reads JSON-lines files (a run's `trees.jsonl` or `results.jsonl` when it resumes or reads them, task
+files, training rows) stops at a line that is not valid JSON or not the record it expects, naming the file, the line
+and the fix; `--skip-bad-lines` (or `JOSH_SKIP_BAD_LINES=1`) skips such lines and reports each one on standard error.
+A last line cut short by a crash is always skipped. `--json` on `eval`, `rollout`, `extract`, `data stats`, `check-env`,
+`matrix`, `judge`, `arena`, `compare` and `report` prints the summary as JSON on standard output and every other line on standard error. When standard
+output is not a terminal (a pipe, a cluster job's log file), tables and help are laid out 200 columns wide instead of
+80, so nothing is cut (set `COLUMNS` to choose another width). A `--out` folder that `eval`, `rollout` or `extract`
+made and then failed in before writing a record is removed again; one that was there, or holds records, is kept.
+
+Every command exits with one of these codes:
+
+| exit code | meaning |
+|---|---|
+""" + "".join(f"| {code} | {meaning} |\n" for code, meaning in EXIT_CODES.items())
 
 
 def is_group(command: Command) -> bool:

@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperCommand
 
-from josh.cli.options import key_values, registry
-from josh.util.errors import reports_errors
+from josh.cli.options import json_summary, key_values, prints_json, registry
+from josh.util.errors import reports_errors, skips_bad_lines
 
 ENV_HELP = "the environment to check"
 
@@ -28,6 +28,8 @@ class CheckEnvCommand(TyperCommand):
 
 
 @reports_errors
+@skips_bad_lines
+@prints_json
 def check_env(
     name: str = typer.Argument(..., help=ENV_HELP, show_default=False),
     data: str = typer.Option("default", help="the environment's data source, as `josh eval --data`"),
@@ -50,6 +52,7 @@ def check_env(
         env, splits=split or None, tasks_per_split=tasks, max_tasks=max_tasks, steps=steps, seed=seed,
         raise_on_failure=False,
     )  # fmt: skip
+    json_summary(report)
     table = Table(title=f"josh check-env {name}")
     for column in ("check", "result", "seconds", "detail"):
         table.add_column(column, justify="right" if column == "seconds" else "left")

@@ -13,7 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from josh.util.errors import reports_errors
+from josh.cli.options import json_summary, prints_json
+from josh.util.errors import report, reports_errors, skips_bad_lines
 
 if TYPE_CHECKING:
     from josh.envs.toolwoz.data import ToolWOZData
@@ -48,8 +49,8 @@ DEFAULT_DEST = {
 
 
 def _fail(exc: Exception) -> typer.Exit:
-    errors.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
-    return typer.Exit(1)
+    """The failure's one line (with its fix, for a bad line of a file) and exit code 2."""
+    return report(exc)
 
 
 @data_app.command()
@@ -185,6 +186,9 @@ def _load(source: str) -> ToolWOZData:
 
 
 @data_app.command()
+@reports_errors
+@skips_bad_lines
+@prints_json
 def stats(
     source: str = typer.Argument(
         "mini", help="'mini', 'toolwoz' (the paper's, once downloaded), a folder, or a dataset.zip"
@@ -211,6 +215,7 @@ def stats(
     for column in columns:
         table.add_column(column, justify="right")
     defects: dict[str, str] = {}
+    counts: dict[str, dict[str, int]] = {}
     for split, tasks in data.splits.items():
         domains = Counter(d for t in tasks for d in t.details.get("domains", []))
         names = Counter(g.name.split("_")[0] for t in tasks for g in t.goals)
@@ -227,13 +232,17 @@ def stats(
             sum(bool(t.details.get("defect")) for t in tasks),
         )
         table.add_row(split, *map(str, row))
+        counts[split] = dict(zip(columns[1:], row, strict=True))
         defects.update((t.id, t.details["defect"]) for t in tasks if t.details.get("defect"))
+    json_summary({"source": source, "db": str(data.db_dir), "splits": counts, "defects": defects})
     console.print(table)
     for task_id, why in defects.items():
         console.print(f"defect {task_id}: {why}")
 
 
 @data_app.command()
+@reports_errors
+@skips_bad_lines
 def show(
     split: str = typer.Argument(..., help="train, val, test (or full_test for MultiWOZ sources)"),
     source: str = typer.Option("mini", "--source"),

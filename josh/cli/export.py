@@ -7,13 +7,14 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from josh.util.errors import reports_errors
+from josh.util.errors import reports_errors, skips_bad_lines
 
 export_app = typer.Typer(help="Write finished runs in another benchmark's own format.", no_args_is_help=True)
 
 
 @export_app.command("tau2")
 @reports_errors
+@skips_bad_lines
 def tau2(
     run_dirs: list[str] = typer.Argument(..., help="finished `josh eval` folders on tau2-* envs, one per domain"),
     out: str | None = typer.Option(None, "--out", help="submission folder (default: RUN_DIR/tau2_submission)"),

@@ -9,9 +9,9 @@ from typing import Any
 
 import typer
 
-from josh.cli.options import key_values
+from josh.cli.options import json_summary, key_values, prints_json
 from josh.registry import parse_backend_model
-from josh.util.errors import reported, reports_errors
+from josh.util.errors import reported, reports_errors, skips_bad_lines
 from josh.util.layout import EVAL_LOG, RESULTS
 
 JUDGE_HELP = "the LLM judge, BACKEND:MODEL (e.g. hf:smollm2, openai:gpt-4.1)"
@@ -91,6 +91,8 @@ def judge_after_eval(folder: Path, spec: Any, env: Any) -> None:
 
 
 @reports_errors
+@skips_bad_lines
+@prints_json
 def judge(
     run: str | None = typer.Argument(None, help="a finished `josh eval` folder (results.jsonl)"),
     judge: str = typer.Option("hf:smollm2", "--judge", help=JUDGE_HELP),
@@ -123,7 +125,9 @@ def judge(
         from josh.eval.judge.calibration import calibrate as run_calibration  # deferred: keeps josh --help light
         from josh.eval.judge.calibration import print_calibration  # deferred: keeps josh --help light
 
-        print_calibration(run_calibration(spec))
+        report = run_calibration(spec)
+        json_summary(report)
+        print_calibration(report)
         return
     if run is None:
         raise ValueError("give the evaluation folder to judge (or --calibrate)")
@@ -133,10 +137,14 @@ def judge(
     warning = self_judging(run_block(folder), spec)
     if warning:
         typer.secho(warning, fg="yellow")
-    print_judge_summary(judge_folder(folder, spec, judged_env(folder, env, data)))
+    summary = judge_folder(folder, spec, judged_env(folder, env, data))
+    json_summary(summary)
+    print_judge_summary(summary)
 
 
 @reports_errors
+@skips_bad_lines
+@prints_json
 def arena(
     runs: list[str] = typer.Argument(..., help="two or more finished `josh eval` folders of one environment"),
     out: str = typer.Option(
@@ -171,5 +179,6 @@ def arena(
         loaded, out, backend=spec.backend, model=spec.model, llm_options=spec.llm_options,
         concurrency=spec.concurrency, grammar=spec.grammar, max_tokens=spec.max_tokens,
     )  # fmt: skip
+    json_summary(summary)
     Console().print(arena_table(summary))
     typer.echo(f"-> {out}")

@@ -23,11 +23,23 @@ from josh.cli.judging import (
     judge_after_eval,
 )
 from josh.cli.judging import judge_spec as judge_spec_of
-from josh.cli.options import MAX_TURNS, PROGRESS, RunCommand, key_values, option, run_options, split_option
+from josh.cli.options import (
+    MAX_TURNS,
+    PROGRESS,
+    RunCommand,
+    json_summary,
+    key_values,
+    option,
+    prints_json,
+    run_options,
+    split_option,
+)
 from josh.cli.plan import eval_lines, rollout_lines
-from josh.util.errors import reported, reports_errors, set_verbose
+from josh.util.atomic import no_half_made
+from josh.util.errors import reported, reports_errors, set_verbose, skips_bad_lines
 from josh.util.layout import EVAL_LOG, ROLLOUT_LOG
 from josh.util.plan import PLAN_HELP, print_plan
+from josh.util.width import wide_when_not_a_terminal
 
 if TYPE_CHECKING:
     from josh.run.components import ComponentOptions
@@ -50,6 +62,7 @@ def main(
 ) -> None:
     """JOSH: rollouts with turn-level beam search, SFT/KTO/DPO data, LoRA training, evaluation."""
     set_verbose(verbose)
+    wide_when_not_a_terminal()  # tables whole in a pipe or a job's log, not cut to 80 columns
     # Idle OpenMP threads sleep instead of spinning (see josh.loop.demo): on a CPU shared with other work, spinning threads
     # made generation several times slower. Every command imports torch lazily, after this.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -64,6 +77,8 @@ def version() -> None:
 
 
 @app.command(cls=RunCommand)
+@skips_bad_lines
+@prints_json
 @run_options(split="train")
 def rollout(
     out: str = typer.Option(..., "--out", help="run folder: trees.jsonl and stats.json go here (rerun to resume)"),
@@ -92,7 +107,8 @@ def rollout(
         with reported():
             lines = rollout_lines(spec, out, SearchConfig(max_beam=beam, branching=branching, max_depth=max_depth))
         return print_plan(f"josh rollout --plan -> {out}", lines)
-    with reported(interrupted=f"finished trees are in {out}/trees.jsonl; rerun the same command to resume"):
+    resume = f"finished trees are in {out}/trees.jsonl; rerun the same command to resume"
+    with reported(interrupted=resume), no_half_made(out):
         search = SearchConfig(max_beam=beam, branching=branching, max_depth=max_depth)
         options = RolloutOptions(
             out=out, components=spec, rollout=RolloutConfig(search=search, concurrency=concurrency)
@@ -109,6 +125,7 @@ def rollout(
                     cpus_per_actor=cpus_per_actor, max_attempts=max_attempts,
                 )  # fmt: skip
                 stats = rollout_on_ray(options, ray_options, progress=progress)
+    json_summary(stats)
     failed = f", {stats.failed} failed (LLM errors; not counted, searched again on rerun)" if stats.failed else ""
     typer.echo(
         f"{stats.tasks} tasks ({stats.skipped_finished} already done{failed}), {stats.success} reached 100%, "
@@ -125,6 +142,8 @@ def rollout(
 
 
 @app.command("eval", cls=RunCommand)
+@skips_bad_lines
+@prints_json
 @run_options(split="test")
 def eval_(
     out: str = typer.Option(..., "--out", help="run folder: results.jsonl and summary.json (rerun to resume)"),
@@ -151,7 +170,8 @@ def eval_(
             judge_spec_of(judge, judge_options, grammar=judge_grammar, max_tokens=judge_max_tokens, check=True)
             lines = eval_lines(spec, out, trials, max_turns)
         return print_plan(f"josh eval --plan -> {out}", lines)
-    with reported(interrupted=f"finished conversations are in {out}/results.jsonl; rerun the same command to resume"):
+    resume = f"finished conversations are in {out}/results.jsonl; rerun the same command to resume"
+    with reported(interrupted=resume), no_half_made(out):
         preflight(spec)
         judge_spec = judge_spec_of(judge, judge_options, grammar=judge_grammar, max_tokens=judge_max_tokens, check=True)
         with noise_to(Path(out) / EVAL_LOG):
@@ -181,6 +201,7 @@ def eval_(
                 stop_if_failing(built.llms, ended=True)
         finally:
             built.close()
+    json_summary(summary)
     print_summary(summary, title=f"{spec.agent} on {spec.env}/{spec.data}:{spec.split} -> {out}")
     _print_errors(summary.error_counts, out)
     from josh.run.diagnostics import print_diagnostics  # deferred: keeps josh --help light
@@ -212,6 +233,8 @@ def _print_errors(counts: dict[str, int], out: str) -> None:
 
 
 @app.command()
+@skips_bad_lines
+@prints_json
 def extract(
     run: str = typer.Argument(..., help="rollout run folder (or its trees.jsonl)"),
     out: str | None = typer.Option(None, help="output folder (default: the run folder)"),
@@ -221,9 +244,6 @@ def extract(
         False, help="keep an ideal path's turns before its first failed turn instead of dropping the tree"
     ),
     tokenizer: str | None = typer.Option(None, help="count tokens with this HF tokenizer (default: whitespace)"),
-    skip_bad_lines: bool = typer.Option(
-        False, "--skip-bad-lines", help="skip trees.jsonl lines that are not trees (counted as unreadable)"
-    ),
     formats: list[str] = typer.Option(
         None, "--format", help="file to write, repeatable: sft, kto, dpo (default: all three) or tree (advantages)"
     ),
@@ -246,7 +266,7 @@ def extract(
     from josh.harvest.extract import TRL_FORMATS, ExtractConfig, extract_run  # deferred: keeps josh --help light
     from josh.harvest.judge_gate import JudgeGate  # deferred: keeps josh --help light
 
-    with reported():
+    with reported(), no_half_made(out or run):
         spec = judge_spec_of(judge, judge_options, grammar=judge_grammar, max_tokens=judge_max_tokens)
         gate = None
         if spec is not None:
@@ -261,13 +281,14 @@ def extract(
         folder = Path(run) if Path(run).is_dir() else Path(run).parent
         scorer = reply_judge(rollout_policy(folder), gate.uses_grammar, gate.max_tokens) if gate else None
         stats, out_dir = extract_run(
-            run, out, config, tokenizer=tokenizer, skip_bad_lines=skip_bad_lines, formats=chosen,
+            run, out, config, tokenizer=tokenizer, formats=chosen,
             advantages=AdvantageConfig(subtree=subtree), judge=scorer,
         )  # fmt: skip
         if push_to_hub:
             from josh.harvest.hub import push_rows  # deferred: datasets and huggingface_hub are heavy
 
             pushed = push_rows(out_dir, push_to_hub, chosen, private=private)
+    json_summary(stats)
     parts = []
     if set(chosen) & set(TRL_FORMATS):
         parts.append(
@@ -294,6 +315,7 @@ def extract(
 
 
 @app.command()
+@skips_bad_lines
 def view(
     run: str = typer.Argument(..., help="rollout run folder (or its trees.jsonl), or an evaluation folder"),
     task: str | None = typer.Option(None, "--task", help="one task's tree page (default: every task plus an index)"),
@@ -329,6 +351,7 @@ def view(
 
 @app.command("loop")
 @reports_errors
+@skips_bad_lines
 def loop_(
     recipe: str = typer.Option(..., "--recipe", "-r", help="loop recipe YAML, e.g. recipes/demo-cpu.yaml"),
     overrides: list[str] = typer.Option(None, "--set", help="override a recipe key, e.g. --set rounds=2"),
@@ -345,6 +368,7 @@ def loop_(
 
 
 @app.command("report")
+@skips_bad_lines
 def report_(
     run_dir: str = typer.Argument(..., help="a josh loop run folder (one seed, or the parent of seed-K/ folders)"),
     as_json: bool = typer.Option(False, "--json", help="print report.json instead of the tables"),
@@ -369,6 +393,7 @@ def report_(
 
 @app.command("compare")
 @reports_errors
+@skips_bad_lines
 def compare_(
     models: list[str] = typer.Argument(
         ...,
@@ -391,6 +416,7 @@ def compare_(
 
 @app.command()
 @reports_errors
+@skips_bad_lines
 def demo(
     overrides: list[str] = typer.Option(None, "--set", help="override a key of recipes/demo-cpu.yaml"),
     progress: bool = PROGRESS,
@@ -403,6 +429,8 @@ def demo(
 
 @app.command()
 @reports_errors
+@skips_bad_lines
+@prints_json
 def matrix(
     out: str = typer.Option(
         ..., "--out", help="folder: one evaluation per cell, matrix.json, matrix.md (rerun to resume)"
@@ -442,6 +470,7 @@ def matrix(
         llm_options=settings, limit=limit, trials=trials, max_turns=max_turns, concurrency=concurrency,
     )  # fmt: skip
     result = asyncio.run(run_matrix(config, out, progress=progress, say=lambda t: console.print(t, soft_wrap=True)))
+    json_summary(result)
     print_matrix(result, console)
 
 

@@ -4,17 +4,22 @@ descriptions are the help, the registries add the valid names and options) plus 
 ``@run_options(split)`` puts them and ``--split`` (default ``split``) in a command's signature where it has a ``spec``
 parameter and hands the command one checked ``ComponentOptions``; a bad value is one red line before the command runs.
 ``RunCommand`` fills in the registries' names and options when help is shown, so other commands never import every
-agent and user module.
+agent and user module. ``@prints_json`` gives a command whose summary is a table ``--json``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import json
+import sys
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import typer
+from pydantic import BaseModel
 from typer.core import TyperCommand
 
 from josh.run.spec import RunSpec
@@ -186,3 +191,46 @@ def run_options(split: str) -> Callable[[Callable[..., Any]], Callable[..., Any]
 def _resolved(annotation: Any, command: Callable[..., Any]) -> Any:
     """A parameter's annotation as a type (a postponed one is evaluated in the command's module)."""
     return eval(annotation, command.__globals__) if isinstance(annotation, str) else annotation  # noqa: S307
+
+
+JSON_HELP = "print the summary as JSON on stdout (the same figures; every other line goes to stderr)"
+_summary: ContextVar[list[Any] | None] = ContextVar("josh_json_summary", default=None)
+
+
+def prints_json(command: Callable[..., Any]) -> Callable[..., Any]:
+    """A command decorator: adds ``--json``, under which what the command prints goes to standard error and the
+    summary it hands ``json_summary`` is printed as JSON on standard output at the end (also when it exits 1 on an
+    incomplete run), so a script or a job's log gets one parseable document."""
+    option = inspect.Parameter(
+        "as_json",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=typer.Option(False, "--json", help=JSON_HELP),
+        annotation=bool,
+    )
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, as_json: bool = False, **kwargs: Any) -> Any:
+        if not as_json:
+            return command(*args, **kwargs)
+        summaries: list[Any] = []
+        token = _summary.set(summaries)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                return command(*args, **kwargs)
+        finally:
+            _summary.reset(token)
+            if summaries:
+                value = summaries[-1]
+                text = value.model_dump_json(indent=2) if isinstance(value, BaseModel) else json.dumps(value, indent=2)
+                typer.echo(text)
+
+    signature = inspect.signature(command)
+    wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), option])  # type: ignore[attr-defined]
+    return wrapper
+
+
+def json_summary(value: BaseModel | dict[str, Any]) -> None:
+    """The summary a ``prints_json`` command prints with ``--json`` (nothing without it)."""
+    summaries = _summary.get()
+    if summaries is not None:
+        summaries.append(value)

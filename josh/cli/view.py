@@ -17,7 +17,6 @@ import hashlib
 import json
 import re
 import webbrowser
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from josh.run.diagnostics import CLASS_LABELS, CallVerdict
 from josh.search.tree import Node, Tree, trees_file
 from josh.types import Goal, Message
 from josh.util.atomic import write_atomic
-from josh.util.jsonl import CorruptLineError, iter_jsonl
+from josh.util.jsonl import iter_jsonl
 from josh.util.layout import JUDGE_SUMMARY, RESULTS, TREES
 from josh.util.layout import VIEW_INDEX as INDEX_FILE
 
@@ -216,13 +215,6 @@ def render_index(run: str, rows: list[IndexRow]) -> str:
     return _environment().get_template("view_index.html.jinja").render(run=run, rows=rows)
 
 
-def _records(path: Path) -> Iterator[dict[str, Any]]:
-    try:
-        yield from iter_jsonl(path)
-    except CorruptLineError as exc:
-        raise ValueError(str(exc)) from exc
-
-
 def _parse(record: dict[str, Any], where: Path) -> Tree:
     try:
         return Tree.model_validate(record)
@@ -238,7 +230,7 @@ def load_tree(run: str | Path, task_id: str) -> Tree:
     """The tree of ``task_id`` in a run (read line by line); a clear ``ValueError`` when it is not there."""
     path = trees_file(run)
     seen: list[str] = []
-    for record in _records(path):
+    for record in iter_jsonl(path):
         if str(record.get("task_id")) == task_id:
             return _parse(record, path)
         seen.append(str(record.get("task_id")))
@@ -285,7 +277,7 @@ def write_index(run: str | Path, out: str | Path | None = None) -> tuple[Path, l
     index = Path(out) if out else path.parent / VIEW_DIR / INDEX_FILE
     rows: list[IndexRow] = []
     written: set[str] = set()
-    for record in _records(path):
+    for record in iter_jsonl(path):
         task_id = str(record.get("task_id"))
         page = page_name(task_id)
         if page in written:

@@ -95,7 +95,8 @@ def _counts(stats: ExtractStats, formats: tuple[str, ...]) -> list[str]:
     }
     lines = ["| file | rows | tokens | TRL type |", "|---|---|---|---|"]
     for name in formats:
-        lines.append(f"| {rows_file(name)} | {rows[name]} | {stats.tokens.get(name, 0):,} | {FORMAT_TYPES[name]} |")
+        file = rows_file(name) if row_count(stats, name) else f"{rows_file(name)} (not written: no rows)"
+        lines.append(f"| {file} | {rows[name]} | {stats.tokens.get(name, 0):,} | {FORMAT_TYPES[name]} |")
     return lines
 
 
@@ -131,7 +132,8 @@ def card_text(source: CardSource, stats: ExtractStats, formats: tuple[str, ...])
         f"Rows harvested from JOSH search trees by `josh extract`, in {ROW_FORMAT} format (TRL's dataset formats):",
         "assistant turns with `tool_calls`, `tool` messages with the tool's name, the offered tools as JSON schemas",
         'in the `tools` column. Load a file with `datasets.load_dataset("json", data_files=...)` or this folder',
-        "with `datasets.load_dataset(FOLDER, NAME)`; TRL's trainers take them as they are.",
+        "with `datasets.load_dataset(FOLDER, NAME)`; TRL's trainers take them as they are. A format with no rows has",
+        "no file (marked below): `datasets` cannot load an empty one.",
         "",
         "## Source",
         "",

@@ -77,7 +77,7 @@ def extract_random(
     limit: int | None = None,
 ) -> ExtractStats:
     """The no-selection control's files: ``sft.jsonl`` with one random branch per tree (``random_rows``, at most
-    ``limit`` of them), empty KTO and DPO files, ``extract_stats.json`` and the dataset card."""
+    ``limit`` of them), no KTO or DPO file (it makes none of those rows), ``extract_stats.json`` and the dataset card."""
     stats = ExtractStats(token_counter=counter_name if count_tokens else "whitespace")
     rows = random_rows(read_trees(trees_file(trees_path), stats), config, seed, stats, limit)
     source = rollout_source(trees_file(trees_path))

@@ -52,7 +52,7 @@ from josh.llm.models import resolve_model
 from josh.search.tree import Node, Tree, path_messages, trees_file
 from josh.types import ErrorCategory, Message
 from josh.util.atomic import write_atomic
-from josh.util.jsonl import CorruptLineError, iter_numbered, read_models
+from josh.util.jsonl import iter_numbered, read_models
 from josh.util.layout import EXTRACT_STATS as STATS_FILE
 from josh.util.layout import rows_file
 
@@ -94,11 +94,14 @@ class Extracted(BaseModel):
     tree: list[Row] = Field(default_factory=list)
 
 
-def read_trees(path: str | Path, stats: ExtractStats | None = None, *, skip_bad_lines: bool = False) -> Iterator[Tree]:
+def read_trees(
+    path: str | Path, stats: ExtractStats | None = None, *, skip_bad_lines: bool | None = None
+) -> Iterator[Tree]:
     """The finished trees of a ``trees.jsonl`` file: the latest line of each task, unless that tree is ``failed``
     (its LLM failed: no training data; counted as ``llm_failed``). A line that is not a tree raises
-    ``CorruptLineError`` naming the file and line, unless ``skip_bad_lines``; skipped lines (and a last line cut
-    short by a crash) count as ``unreadable``."""
+    ``CorruptLineError`` naming the file and line, unless ``skip_bad_lines`` (default: inside
+    ``josh.util.jsonl.skipping_bad_lines``); skipped lines (and a last line cut short by a crash) count as
+    ``unreadable``."""
     stats = stats if stats is not None else ExtractStats()
 
     def skipped(line: int, reason: str) -> None:
@@ -113,13 +116,9 @@ def read_trees(path: str | Path, stats: ExtractStats | None = None, *, skip_bad_
             keep.add(number)
     stats.llm_failed += sum(bad for _, bad in latest.values())
     keep |= {number for number, bad in latest.values() if not bad}
-    trees = read_models(path, Tree, "a search tree", skip_bad=skip_bad_lines, on_skip=skipped, lines=keep)
-    try:
-        for tree in trees:
-            stats.trees += 1
-            yield tree
-    except CorruptLineError as exc:
-        raise CorruptLineError(f"{exc} (josh extract --skip-bad-lines skips such lines)") from None
+    for tree in read_models(path, Tree, "a search tree", skip_bad=skip_bad_lines, on_skip=skipped, lines=keep):
+        stats.trees += 1
+        yield tree
 
 
 def _call_key(arguments: dict[str, Any] | str) -> str:
@@ -324,11 +323,16 @@ def write_all(
     formats: tuple[str, ...] = TRL_FORMATS,
     source: CardSource | None = None,
 ) -> None:
-    """The rows files, ``extract_stats.json`` and, with ``source``, the dataset card (``README.md``)."""
+    """The rows files, ``extract_stats.json`` and, with ``source``, the dataset card (``README.md``). A format with
+    no rows gets no file (``datasets.load_dataset`` cannot read an empty one), and an earlier extraction's file of it
+    is removed; the card and the statistics say so."""
     out_dir.mkdir(parents=True, exist_ok=True)
     for name in formats:
         data: list[Row] = getattr(rows, name)
-        _write_jsonl(out_dir / rows_file(name), data)
+        if data:
+            _write_jsonl(out_dir / rows_file(name), data)
+        else:
+            (out_dir / rows_file(name)).unlink(missing_ok=True)
         stats.tokens[name] = sum(_row_tokens(r, FIELDS[name], count) for r in data)
     write_atomic(out_dir / STATS_FILE, stats.model_dump_json(indent=2) + "\n")
     if source is not None:
@@ -349,7 +353,7 @@ def extract(
     *,
     count_tokens: TokenCounter | None = None,
     counter_name: str = "whitespace",
-    skip_bad_lines: bool = False,
+    skip_bad_lines: bool | None = None,
     formats: tuple[str, ...] = TRL_FORMATS,
     advantages: AdvantageConfig | None = None,
     judge: ReplyJudge | None = None,
@@ -398,7 +402,7 @@ def extract_run(
     config: ExtractConfig,
     *,
     tokenizer: str | None = None,
-    skip_bad_lines: bool = False,
+    skip_bad_lines: bool | None = None,
     formats: tuple[str, ...] = TRL_FORMATS,
     advantages: AdvantageConfig | None = None,
     judge: ReplyJudge | None = None,

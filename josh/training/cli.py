@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from josh.util.errors import reported
+from josh.util.errors import reported, skips_bad_lines
 from josh.util.plan import PLAN_HELP, print_plan
 
 train_app = typer.Typer(
@@ -95,4 +95,4 @@ def _command(method: str) -> Callable[..., None]:
 
 
 for _method in METHODS:
-    train_app.command(_method)(_command(_method))
+    train_app.command(_method)(skips_bad_lines(_command(_method)))

@@ -16,12 +16,17 @@ from typing import Any
 
 from josh.core.rows import FIELDS as COLUMNS
 from josh.training.recipe import Method
+from josh.util.jsonl import CorruptLineError, bad_line
 
 ROLES = {"system", "user", "assistant", "tool"}
 
 
 class DatasetError(ValueError):
     """A training file is missing, empty, or has a row that cannot be trained on."""
+
+
+class BadRowError(DatasetError, CorruptLineError):
+    """A line of a training file that is not JSON or not a row of its method."""
 
 
 def _canonical_arguments(arguments: Any) -> str:
@@ -118,10 +123,14 @@ def normalise_row(row: Any, method: Method) -> dict[str, Any]:
 
 
 def read_rows(path: str | Path, method: Method) -> list[dict[str, Any]]:
-    """Read and normalise every row of a JSONL file; the first bad row stops with its line number."""
+    """Read and normalise every row of a JSONL file; the first bad row stops with its line number (inside
+    ``josh.util.jsonl.skipping_bad_lines``, ``--skip-bad-lines``: it is skipped and reported)."""
     path = Path(path)
     if not path.is_file():
-        raise DatasetError(f"training data not found: {path}")
+        raise DatasetError(
+            f"training data not found: {path} (josh extract writes no file for a format it has no rows of: see its "
+            "extract_stats.json)"
+        )
     rows = []
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
@@ -130,7 +139,7 @@ def read_rows(path: str | Path, method: Method) -> list[dict[str, Any]]:
             try:
                 rows.append(normalise_row(json.loads(line), method))
             except (json.JSONDecodeError, TypeError) as exc:
-                raise DatasetError(f"{path}:{number}: not a valid {method} row: {exc}") from None
+                bad_line(path, number, f"is not a valid {method} row: {exc}", error=BadRowError)
     if not rows:
         raise DatasetError(f"{path} has no rows: nothing to train on")
     if method == "kto":

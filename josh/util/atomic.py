@@ -1,13 +1,15 @@
 """Whole-file and whole-folder writes that a crash never leaves half done: the data goes to a hidden file or folder
 beside the target, which is then renamed into its place (a rename within one folder is atomic), so a reader sees the
-old file or the new one."""
+old file or the new one. A command's output folder that it made and then failed in before writing anything is
+removed (``no_half_made``)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -46,3 +48,28 @@ def write_folder_atomic(target: str | Path, fill: Callable[[Path], object]) -> P
         if tmp.exists():
             shutil.rmtree(tmp)
     return target
+
+
+@contextmanager
+def no_half_made(folder: str | Path) -> Iterator[None]:
+    """Run a command that writes into ``folder``: if the block fails (an error, Ctrl-C) and the folder was made by it
+    and holds nothing but logs and empty files, the folder (and the missing parents made for it) is removed, so a
+    command that failed before its first record leaves nothing behind. A folder that was there before is left as it
+    is, and so is one with a record in it (rerunning the command resumes)."""
+    made = Path(folder)
+    if made.exists():
+        yield
+        return
+    while not made.parent.exists():
+        made = made.parent
+    try:
+        yield
+    except BaseException:
+        if made.is_dir() and not _holds_records(made):
+            shutil.rmtree(made, ignore_errors=True)
+        raise
+
+
+def _holds_records(folder: Path) -> bool:
+    """Whether ``folder`` holds a non-empty file other than a log."""
+    return any(p.is_file() and p.suffix != ".log" and p.stat().st_size for p in folder.rglob("*"))

@@ -3,12 +3,14 @@ with ``josh --verbose`` (or ``JOSH_VERBOSE=1``, e.g. under ``accelerate launch -
 
 Errors josh raises on purpose (bad input, a missing file or package, an unreachable backend) carry a message
 written for the reader and exit with code 2; anything else is a bug and exits with code 1 after a hint to rerun
-with ``--verbose``. Ctrl-C exits with code 130 after saying that rerunning the command resumes.
+with ``--verbose``. Ctrl-C exits with code 130 after saying that rerunning the command resumes. A bad line of a
+JSONL file is named with its fix (``--skip-bad-lines``, which ``skips_bad_lines`` gives a command).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 import traceback
@@ -18,6 +20,8 @@ from typing import Any, TypeVar
 
 import click
 import typer
+
+from josh.util.jsonl import SKIP_ENV, SKIP_FIX, CorruptLineError, skipping_bad_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,6 +37,15 @@ EXTRAS = {
         name: "pip install 'josh-agents[train]'"
         for name in ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes", "gguf")
     },
+}
+
+EXIT_CODES: dict[int, str] = {
+    0: "done",
+    1: "finished incomplete (conversations or trees whose LLM failed are not counted: rerun the same command to redo "
+    "them; `josh check-env`: a check failed), or an unexpected error, a bug in josh (`josh --verbose` shows where)",
+    2: "bad input or something missing, before or during the run: an unknown option or recipe key, a bad line of a "
+    "file (`--skip-bad-lines`), a missing file, model, data set or package, a backend that cannot be reached",
+    130: "interrupted (Ctrl-C, or SIGTERM from a scheduler): what finished is kept; rerunning the same command resumes",
 }
 
 _verbose = False
@@ -52,6 +65,8 @@ def describe(exc: BaseException) -> tuple[str, bool]:
     """(the message to print, whether the failure is one josh expects) for an exception."""
     from pydantic import ValidationError
 
+    if isinstance(exc, CorruptLineError):
+        return f"{exc}: {SKIP_FIX}", True
     if isinstance(exc, ValidationError):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()), True
     if isinstance(exc, ModuleNotFoundError) and exc.name and str(exc).startswith("No module named"):
@@ -102,3 +117,45 @@ def reports_errors(func: F) -> F:
             return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+SKIP_BAD_LINES_HELP = (
+    "skip lines of the JSONL files read that are not valid JSON or not the record expected (each is reported)"
+)
+SHOWN_SKIPS = 5
+
+
+def skips_bad_lines(func: F) -> F:
+    """A command decorator: adds ``--skip-bad-lines`` (or ``$JOSH_SKIP_BAD_LINES=1``), under which the JSONL readers
+    skip bad lines (``josh.util.jsonl.skipping_bad_lines``), and reports each line skipped on standard error."""
+    option = inspect.Parameter(
+        "skip_bad_lines",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=typer.Option(False, "--skip-bad-lines", envvar=SKIP_ENV, help=SKIP_BAD_LINES_HELP),
+        annotation=bool,
+    )
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, skip_bad_lines: bool = False, **kwargs: Any) -> Any:
+        with skipping_bad_lines(skip_bad_lines) as skipped:
+            try:
+                return func(*args, **kwargs)
+            finally:
+                _report_skipped(skipped)
+
+    signature = inspect.signature(func)
+    wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), option])  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]
+
+
+def _report_skipped(skipped: dict[tuple[str, int], str]) -> None:
+    if not skipped:
+        return
+    shown = [f"{path}: line {number} {reason}" for (path, number), reason in list(skipped.items())[:SHOWN_SKIPS]]
+    more = len(skipped) - len(shown)
+    typer.secho(
+        f"skipped {len(skipped)} bad line{'s' if len(skipped) > 1 else ''} (--skip-bad-lines): " + "; ".join(shown)
+        + (f"; and {more} more" if more else ""),
+        fg="yellow",
+        err=True,
+    )  # fmt: skip

@@ -1,6 +1,8 @@
 """Append-only JSON-lines files that survive a crash: one record per line, flushed as it is written (a killed
 process loses none) and synced to disk at most once a second and on close (a machine crash loses at most the last
-second's records; a line it cuts short is skipped as the bad last line)."""
+second's records; a line it cuts short is skipped as the bad last line). A bad line anywhere else raises
+``CorruptLineError`` naming the file and line, or, inside ``skipping_bad_lines`` (``--skip-bad-lines``), is skipped and
+reported."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import json
 import os
 import time
 from collections.abc import Awaitable, Callable, Container, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -25,6 +29,50 @@ class CorruptLineError(ValueError):
 M = TypeVar("M", bound=BaseModel)
 OnSkip = Callable[[int, str], None]
 
+SKIP_ENV = "JOSH_SKIP_BAD_LINES"
+SKIP_FIX = "fix or delete that line, or rerun with --skip-bad-lines to skip such lines (each one skipped is reported)"
+
+# The lines skipped inside ``skipping_bad_lines``, by (file, line number): the reason. None: bad lines raise.
+_skipped: ContextVar[dict[tuple[str, int], str] | None] = ContextVar("josh_skipped_lines", default=None)
+
+
+@contextmanager
+def skipping_bad_lines(on: bool = True) -> Iterator[dict[tuple[str, int], str]]:
+    """Inside the block (``on``), every reader that is not told otherwise skips bad lines instead of raising
+    ``CorruptLineError``; yields the lines skipped, ``{(file, line): reason}``. Processes started inside it (``accelerate
+    launch``, Ray workers) skip too (``$JOSH_SKIP_BAD_LINES``)."""
+    skipped: dict[tuple[str, int], str] = {}
+    if not on:
+        yield skipped
+        return
+    token, saved = _skipped.set(skipped), os.environ.get(SKIP_ENV)
+    os.environ[SKIP_ENV] = "1"
+    try:
+        yield skipped
+    finally:
+        _skipped.reset(token)
+        if saved is None:
+            os.environ.pop(SKIP_ENV, None)
+        else:
+            os.environ[SKIP_ENV] = saved
+
+
+def skip_bad_default() -> bool:
+    """Whether readers skip bad lines when not told: inside ``skipping_bad_lines``, or ``$JOSH_SKIP_BAD_LINES=1``."""
+    return _skipped.get() is not None or os.environ.get(SKIP_ENV, "") not in ("", "0")
+
+
+def bad_line(
+    path: str | Path, number: int, reason: str, *, skip: bool | None = None, error: type[ValueError] = CorruptLineError
+) -> None:
+    """A bad line ``number`` of ``path``: raise ``error`` naming the file and line, or (``skip``, by default
+    ``skip_bad_default()``) note it among the lines skipped and return."""
+    if not (skip_bad_default() if skip is None else skip):
+        raise error(f"{path}: line {number} {reason}")
+    skipped = _skipped.get()
+    if skipped is not None:
+        skipped.setdefault((str(path), number), reason)
+
 
 def brief(exc: ValidationError) -> str:
     """A pydantic error in one line: the first problem with its field, and how many more there are."""
@@ -39,12 +87,12 @@ def brief(exc: ValidationError) -> str:
 
 
 def iter_numbered(
-    path: str | Path, *, repair: bool = False, skip_bad: bool = False, on_skip: OnSkip | None = None
+    path: str | Path, *, repair: bool = False, skip_bad: bool | None = None, on_skip: OnSkip | None = None
 ) -> Iterator[tuple[int, Any]]:
     """(line number, value) for each JSON line of ``path``, read as a stream. A bad last line (a crash mid-write)
     is skipped, and with ``repair=True`` cut off the file so appends start clean. A bad line anywhere else raises
-    ``CorruptLineError`` naming the file and line, unless ``skip_bad``. ``on_skip(line, reason)`` hears of every
-    line skipped."""
+    ``CorruptLineError`` naming the file and line, unless ``skip_bad`` (default: ``skip_bad_default()``).
+    ``on_skip(line, reason)`` hears of every line skipped."""
     path = Path(path)
     if not path.exists():
         return
@@ -72,23 +120,22 @@ def iter_numbered(
                 f.truncate(pending[1])
 
 
-def _bad_line(path: Path, number: int, offset: int, reason: str, skip: bool, on_skip: OnSkip | None) -> None:
-    if not skip:
-        raise CorruptLineError(f"{path}: line {number} {reason}")
+def _bad_line(path: Path, number: int, offset: int, reason: str, skip: bool | None, on_skip: OnSkip | None) -> None:
+    bad_line(path, number, reason, skip=skip)
     if on_skip is not None:
         on_skip(number, reason)
 
 
 def _json_reason(exc: ValueError | RecursionError) -> str:
-    if isinstance(exc, json.JSONDecodeError):
-        return f"is not valid JSON ({exc.msg} at column {exc.colno})"
+    if isinstance(exc, json.JSONDecodeError):  # some messages end in "at" ("Invalid control character at")
+        return f"is not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})"
     if isinstance(exc, UnicodeDecodeError):
         return f"is not UTF-8 text (byte {exc.start})"
     return "is nested too deeply" if isinstance(exc, RecursionError) else f"is not valid JSON ({exc})"
 
 
 def iter_jsonl(path: str | Path, *, repair: bool = False) -> Iterator[dict[str, Any]]:
-    """The values of ``path``'s lines (see ``iter_numbered``; a bad line before the last raises)."""
+    """The values of ``path``'s lines (see ``iter_numbered``: a bad line before the last raises unless skipping)."""
     for _, value in iter_numbered(path, repair=repair):
         yield value
 
@@ -99,7 +146,7 @@ def read_models(
     what: str,
     *,
     repair: bool = False,
-    skip_bad: bool = False,
+    skip_bad: bool | None = None,
     on_skip: OnSkip | None = None,
     lines: Container[int] | None = None,
 ) -> Iterator[M]:
@@ -110,13 +157,15 @@ def read_models(
         if lines is not None and number not in lines:
             continue
         try:
-            yield model.model_validate(value)
+            record = model.model_validate(value)
         except ValidationError as exc:
             reason = f"is not {what}: {brief(exc)}"
-            if not skip_bad:
-                raise CorruptLineError(f"{path}: line {number} {reason}") from None
-            if on_skip is not None:
-                on_skip(number, reason)
+        else:
+            yield record
+            continue
+        bad_line(path, number, reason, skip=skip_bad)
+        if on_skip is not None:
+            on_skip(number, reason)
 
 
 def json_line(record: BaseModel | dict[str, Any] | str) -> tuple[str, bool]:

@@ -102,7 +102,7 @@ def test_task_line_errors_are_one_sentence(tmp_path):
     path.write_text(good + '\n{"id": "v9", "goals": [{"parameters": {}}]}\n')
     with pytest.raises(DataFormatError) as caught:
         read_tasks(path)
-    assert str(caught.value) == f"{path}: line 2: task v9 is not a valid task: goals.0.name: Field required"
+    assert str(caught.value) == f"{path}: line 2 (task v9) is not a valid task: goals.0.name: Field required"
 
 
 def test_retail_split_errors_name_the_file(tmp_path):

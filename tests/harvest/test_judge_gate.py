@@ -60,7 +60,9 @@ def run(trees: Path, out: Path, llm: ScriptedLLM, **gate: object):
 
 
 def rows(out: Path, fmt: str) -> list[dict]:
-    return [json.loads(line) for line in (out / rows_file(fmt)).read_text().splitlines()]
+    """The rows of one format (none: an extraction writes no file for a format without rows)."""
+    path = out / rows_file(fmt)
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
 def last(messages: list[dict]) -> str:

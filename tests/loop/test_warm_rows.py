@@ -11,6 +11,7 @@ import pytest
 
 from josh.loop.runner import WARM_KTO, Loop
 from josh.loop.stages.manifest import input_digest, read_manifest
+from josh.util.jsonl import CorruptLineError, skipping_bad_lines
 from tests.fakes.loop import RecordingTrainer, builder, merger
 from tests.loop.plumbing import recipe  # a small held-out evaluation: no test here reads a score
 
@@ -129,3 +130,16 @@ def test_a_scripted_warm_start_keeps_the_settings_older_runs_recorded(tmp_path: 
     ctx = StageContext(data, RecordingTrainer(), builder, merger, Console())
     settings = WarmStartStage(ctx, data.warm_start).settings()["warm_start"]
     assert not {"rows", "limit", "kto_rows", "kto_limit", "rows_seed"} & set(settings)  # the same digest as before
+
+
+def test_a_bad_line_of_the_warm_start_rows_is_named_or_skipped_when_told(tmp_path: Path) -> None:
+    sft, _ = rows_files(tmp_path)
+    good = sft.read_text().splitlines()
+    sft.write_text("\n".join([good[0], "{not json", *good[1:]]) + "\n")
+    data = recipe(tmp_path, kto=None, warm_start={"rows": str(sft)}, rounds=1)
+    with pytest.raises(CorruptLineError, match=rf"{sft}: line 2 is not valid JSON"):
+        Loop(data, trainer=RecordingTrainer(), builder=builder, merger=merger, progress=False).run()
+    with skipping_bad_lines() as skipped:  # josh loop --skip-bad-lines
+        done = Loop(data, trainer=RecordingTrainer(), builder=builder, merger=merger, progress=False).run()
+    assert list(skipped) == [(str(sft), 2)]
+    assert (done.run_dir / "round-0" / "warmstart" / "data" / "sft.jsonl").read_text().splitlines() == good

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from josh.training.data import DatasetError, normalise_message, read_rows
 from josh.training.kto import balanced_weights, validate
 from josh.training.recipe import RecipeError, build_recipe, load_recipe
+from josh.util.jsonl import skipping_bad_lines
 from tests.training_data import FIND_TOOL, dpo_rows, kto_rows, sft_rows, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,8 +155,11 @@ def test_dataset_errors(tmp_path):
         read_rows(write_jsonl(tmp_path / "good.jsonl", only_good), "kto")
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(sft_rows(1)[0]) + "\n{not json\n")
-    with pytest.raises(DatasetError, match=r"bad\.jsonl:2"):
+    with pytest.raises(DatasetError, match=r"bad\.jsonl: line 2 is not a valid"):
         read_rows(bad, "sft")
+    with skipping_bad_lines() as skipped:  # josh train --skip-bad-lines
+        assert len(read_rows(bad, "sft")) == 1
+    assert list(skipped) == [(str(bad), 2)]
     with pytest.raises(DatasetError, match="missing chosen, rejected"):
         read_rows(write_jsonl(tmp_path / "kto_as_dpo.jsonl", [{"prompt": [{"role": "user", "content": "hi"}]}]), "dpo")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from josh.util.atomic import write_atomic, write_folder_atomic
+from josh.util.atomic import no_half_made, write_atomic, write_folder_atomic
 
 
 def test_text_bytes_and_lines_land_whole(tmp_path: Path) -> None:
@@ -56,3 +56,26 @@ def test_a_folder_is_replaced_whole_and_a_failed_fill_keeps_the_old_one(tmp_path
     with pytest.raises(RuntimeError, match="mid-save"):
         write_folder_atomic(target, half)
     assert [p.name for p in target.parent.iterdir()] == ["m"] and (target / "new.bin").read_text() == "new"
+
+
+def test_a_failed_command_removes_only_the_folder_it_made_and_left_without_records(tmp_path: Path) -> None:
+    out = tmp_path / "new" / "run"
+    with pytest.raises(ValueError), no_half_made(out):
+        out.mkdir(parents=True)
+        (out / "eval.log").write_text("library noise\n")
+        (out / "results.jsonl").touch()
+        raise ValueError("no such model")
+    assert not (tmp_path / "new").exists()  # the parent it made for the folder too
+    with pytest.raises(KeyboardInterrupt), no_half_made(out):
+        out.mkdir(parents=True)
+        (out / "results.jsonl").write_text('{"task_id": "t1"}\n')
+        raise KeyboardInterrupt
+    assert (out / "results.jsonl").is_file()  # a record: kept, the rerun resumes
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    with pytest.raises(ValueError), no_half_made(existing):
+        raise ValueError("bad option")
+    assert existing.is_dir()
+    with no_half_made(tmp_path / "fine"):
+        (tmp_path / "fine").mkdir()
+    assert (tmp_path / "fine").is_dir()

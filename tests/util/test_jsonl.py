@@ -1,10 +1,19 @@
 import asyncio
 import json
+import os
 
 import pytest
 from pydantic import BaseModel
 
-from josh.util.jsonl import CorruptLineError, JsonlWriter, iter_jsonl, write_as_completed
+from josh.util.jsonl import (
+    SKIP_ENV,
+    CorruptLineError,
+    JsonlWriter,
+    iter_jsonl,
+    skip_bad_default,
+    skipping_bad_lines,
+    write_as_completed,
+)
 
 
 def test_torn_last_line_is_skipped_and_repaired(tmp_path):
@@ -81,3 +90,19 @@ def test_write_as_completed_starts_jobs_in_order_bounded_and_appends_each_as_it_
     assert started == [0, 1, 2, 3, 4] and running["most"] == 2
     assert sorted(d.n for d in done) == [0, 1, 2, 3, 4]
     assert [json.loads(line)["n"] for line in path.read_text().splitlines()] == [-1, *(d.n for d in done)]
+
+
+def test_skipping_bad_lines_skips_records_them_and_reaches_child_processes(tmp_path, monkeypatch):
+    monkeypatch.delenv(SKIP_ENV, raising=False)
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"a": 1}\n{"a": "cut\n{"a": 3}\n')
+    with pytest.raises(CorruptLineError) as caught:
+        list(iter_jsonl(path))
+    assert str(caught.value) == f"{path}: line 2 is not valid JSON (Invalid control character at column 11)"
+    with skipping_bad_lines() as skipped:
+        assert [r["a"] for r in iter_jsonl(path)] == [1, 3]
+        assert skip_bad_default() and os.environ[SKIP_ENV] == "1"  # accelerate launch, Ray workers
+    assert skipped == {(str(path), 2): "is not valid JSON (Invalid control character at column 11)"}
+    assert not skip_bad_default() and SKIP_ENV not in os.environ
+    with skipping_bad_lines(False), pytest.raises(CorruptLineError):
+        list(iter_jsonl(path))

@@ -29,13 +29,17 @@ from josh.types import Task
 from josh.util.atomic import write_atomic
 from josh.util.bundled import CHECKOUT, bundled
 from josh.util.cache import cache_dir
-from josh.util.jsonl import brief
+from josh.util.jsonl import CorruptLineError, bad_line, brief
 
 ENV = "toolwoz"  # what a task file leaves out (``task_line``): every task in it plays ToolWOZ
 
 SHIPPED_MINI = bundled("envs/toolwoz_mini") or CHECKOUT / "envs" / "toolwoz_mini"  # the checkout's or the wheel's copy
 DB_DOMAINS = ("restaurant", "hotel", "attraction", "train")
 SPLIT_ORDER = ("train", "val", "test", "full_test")
+
+
+class BadTaskLine(DataFormatError, CorruptLineError):
+    """A line of a task file that is not a task."""
 
 
 class Splits(dict[str, list[Task]]):
@@ -95,7 +99,8 @@ def _collection_paused() -> Iterator[None]:
 
 def read_tasks(path: Path) -> list[Task]:
     """Tasks from a JSONL file, one ``Task`` per line (a ToolWOZ task file leaves ``env`` out); a bad line is one
-    sentence naming the file, the line, the task id and what is wrong."""
+    sentence naming the file, the line, the task id and what is wrong (skipped inside
+    ``josh.util.jsonl.skipping_bad_lines``)."""
     tasks = []
     try:
         lines = path.read_bytes().split(b"\n")
@@ -106,9 +111,13 @@ def read_tasks(path: Path) -> list[Task]:
             if not line.strip():
                 continue
             try:
-                tasks.append(_read_task(line))
+                task = _read_task(line)
             except ValidationError as exc:
-                raise DataFormatError(f"{path}: line {number}: {_task_problem(line, exc)}") from None
+                problem = _task_problem(line, exc)
+            else:
+                tasks.append(task)
+                continue
+            bad_line(path, number, problem, error=BadTaskLine)
     return tasks
 
 
@@ -124,9 +133,9 @@ def _task_problem(line: bytes, exc: ValidationError) -> str:
     try:
         record = json.loads(line)
     except (ValueError, RecursionError):
-        return f"not valid JSON ({brief(exc).removeprefix('Invalid JSON: ')})"
+        return f"is not valid JSON ({brief(exc).removeprefix('Invalid JSON: ')})"
     task_id = record.get("id") if isinstance(record, dict) else None
-    return f"task {task_id if isinstance(task_id, str) else '?'} is not a valid task: {brief(exc)}"
+    return f"(task {task_id if isinstance(task_id, str) else '?'}) is not a valid task: {brief(exc)}"
 
 
 def write_tasks(path: Path, tasks: list[Task]) -> None:

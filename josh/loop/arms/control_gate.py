@@ -38,6 +38,9 @@ class UngatedExtractStage(Stage):
     def outputs(self) -> list[Path]:
         return [self.sft, self.folder / rows_file("kto"), self.folder / rows_file("dpo"), self.folder / EXTRACT_STATS]
 
+    def done(self) -> bool:
+        return (self.folder / EXTRACT_STATS).is_file()  # written after the rows; a format with no rows has no file
+
     def run(self) -> None:
         stats = extract(self.trees, self.folder, self.config())
         self.ctx.log(f"  {stats.sft} SFT rows without the judge gate")

@@ -56,7 +56,7 @@ class ExtractStage(Stage):
         return [self.sft, self.kto, self.folder / rows_file("dpo"), self.stats]
 
     def done(self) -> bool:
-        return self.sft.is_file()
+        return self.stats.is_file()  # written after the rows; a format with no rows has no file
 
     def sft_rows(self) -> int:
         """Non-empty lines of ``sft.jsonl`` (0 when it is missing)."""
@@ -116,7 +116,7 @@ class TreeExtractStage(Stage):
         return [self.rows, self.stats]
 
     def done(self) -> bool:
-        return self.rows.is_file()
+        return self.stats.is_file()  # written after the rows; a format with no rows has no file
 
     def row_count(self) -> int:
         """Non-empty lines of ``tree.jsonl`` (0 when it is missing)."""

@@ -113,9 +113,12 @@ class TrainStage(Stage):
 
 
 def _concat(sources: list[Path], target: Path, rng: random.Random | None = None) -> None:
-    """Concatenate JSONL files (shuffled when ``rng`` is given) into ``target`` at once."""
+    """Concatenate JSONL files (shuffled when ``rng`` is given) into ``target`` at once; a missing one (an extraction
+    with no rows of its format) adds nothing."""
     lines: list[str] = []
     for source in sources:
+        if not source.is_file():
+            continue
         with source.open(encoding="utf-8") as f:
             lines += [line if line.endswith("\n") else line + "\n" for line in f if line.strip()]
     if rng is not None:

@@ -15,6 +15,7 @@ from josh.harvest.warmstart import WarmStartConfig, warm_start
 from josh.loop.stages.base import Stage, StageContext
 from josh.loop.stages.manifest import Input
 from josh.util.atomic import write_atomic
+from josh.util.jsonl import bad_line
 from josh.util.layout import WARMSTART_ROWS as ROWS_FILE
 
 
@@ -97,8 +98,7 @@ class RowsStage(Stage):
     def run(self) -> None:
         if not self.source.is_file():
             raise ValueError(f"{self.source}: no such rows file (josh data import-paper --out DIR writes sft.jsonl)")
-        with self.source.open(encoding="utf-8") as handle:
-            lines = [line for line in handle if line.strip()]
+        lines = _json_lines(self.source)
         if self.limit is not None and self.limit < len(lines):
             keep = (
                 sorted(random.Random(self.seed).sample(range(len(lines)), self.limit))
@@ -115,3 +115,20 @@ class RowsStage(Stage):
         self.ctx.log(f"  {len(lines)} rows from {self.source}")
         if other:
             self.ctx.log(f"  ! {other} of {len(lines)} rows open with another system prompt than the agent's")
+
+
+def _json_lines(path: Path) -> list[str]:
+    """The non-empty lines of a rows file as written, each checked to be JSON (a bad one names its file and line, or
+    is skipped under ``--skip-bad-lines``)."""
+    lines = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                json.loads(line)
+            except ValueError as exc:
+                bad_line(path, number, f"is not valid JSON ({exc})")
+                continue
+            lines.append(line)
+    return lines
