@@ -60,7 +60,16 @@ def is_success(reward: float) -> bool:
 
 
 def new_call_id() -> str:
+    """A random id, for a call built outside a conversation (josh's agents and runners name theirs: ``call_id``)."""
     return "call_" + uuid.uuid4().hex[:12]
+
+
+def call_id(position: int, index: int = 0, *, side: str = "call") -> str:
+    """The id of a conversation's tool call, from where it is: ``call_<position>_<index>`` for the ``index``-th call
+    of the message at ``position`` in the agent's history (``side="user"``: ``user_<position>_<index>`` for a user's
+    device call, at its position in the transcript). The same conversation gets the same ids on every run, and no
+    two calls of one conversation share one; OpenAI-compatible servers take any string as an id."""
+    return f"{side}_{position}_{index}"
 
 
 class ToolCall(BaseModel):

@@ -21,7 +21,7 @@ from josh.core.agent import AgentTurn, PromptFrame
 from josh.core.env import ConversationState, Env, call_tool
 from josh.core.llm import LLM, Completion, LLMError, Sampling
 from josh.core.parsing import ReadCall
-from josh.types import ErrorCategory, Message, Task, ToolResult, system
+from josh.types import ErrorCategory, Message, Task, ToolResult, call_id, system
 
 log = logging.getLogger(__name__)
 
@@ -133,16 +133,19 @@ class PromptedAgent(AgentPrompt):
         except LLMError as exc:
             log.warning("agent LLM call failed: %s", exc)
             first = []
-        branches = [self._branch(prompt, state.fork(), c) for c in first[:n]]
+        branches = [self._branch(prompt, state.fork(), c, len(history)) for c in first[:n]]
         turns = list(await asyncio.gather(*branches))
         return turns + [_failed(state.fork()) for _ in range(n - len(turns))]
 
-    async def _branch(self, prompt: list[Message], state: ConversationState, completion: Completion) -> AgentTurn:
+    async def _branch(
+        self, prompt: list[Message], state: ConversationState, completion: Completion, at: int
+    ) -> AgentTurn:
+        """One branch's turn; ``at``: the position of its first message in the conversation (its calls' ids)."""
         turn = AgentTurn(state=state, llm_calls=1)
         while True:
             turn.prompt_tokens += completion.prompt_tokens
             turn.completion_tokens += completion.completion_tokens
-            if await self._act(turn, completion):
+            if await self._act(turn, completion, at + len(turn.messages)):
                 return turn
             if turn.llm_calls >= self.config.max_generations:
                 turn.errors.append(ErrorCategory.NO_REPLY)
@@ -158,9 +161,11 @@ class PromptedAgent(AgentPrompt):
                 return turn
             completion = more[0]
 
-    async def _act(self, turn: AgentTurn, completion: Completion) -> bool:
-        """Apply one generation to the turn; true when the turn is over (the agent spoke or the env ended it)."""
+    async def _act(self, turn: AgentTurn, completion: Completion, position: int) -> bool:
+        """Apply one generation, the message at ``position`` in the conversation, to the turn (its calls get ids from
+        that position); true when the turn is over (the agent spoke or the env ended it)."""
         parsed = self.protocol.parse(completion, max_calls=self.config.max_calls_per_generation)
+        parsed = parsed.with_ids([call_id(position, k) for k in range(len(parsed.calls))])
         if parsed.repaired:
             turn.errors.append(ErrorCategory.UNSTORABLE)
         turn.messages.append(self.protocol.action_message(parsed))

@@ -159,6 +159,7 @@ class AgentProtocol(ABC):
                     parsed = self.parse(Completion(text=text), max_calls=max_calls)
                     if not _same_calls(parsed, group):
                         raise RenderError(f"the {self.name} protocol reads {text!r} differently")
+                    parsed = parsed.with_ids([c.id for c in group])  # the conversation's ids, not the reader's
                     out.append(self.action_message(parsed))
                     found = [ToolResult(content=results.get(c.id, "")) for c in group]
                     out.extend(self.result_messages([r.call for r in parsed.calls], found))

@@ -215,6 +215,14 @@ def render_index(run: str, rows: list[IndexRow]) -> str:
     return _environment().get_template("view_index.html.jinja").render(run=run, rows=rows)
 
 
+def _latest_records(path: Path) -> Iterator[dict[str, Any]]:
+    """The latest record of each task, in file order: a rerun's line supersedes the failed one before it (a finished
+    run's file holds one per task). The file is read twice, so trees are never all held in memory."""
+    last = {str(record.get("task_id")): n for n, record in enumerate(iter_jsonl(path))}
+    keep = set(last.values())
+    return (record for n, record in enumerate(iter_jsonl(path)) if n in keep)
+
+
 def _parse(record: dict[str, Any], where: Path) -> Tree:
     try:
         return Tree.model_validate(record)
@@ -227,15 +235,20 @@ def _parse(record: dict[str, Any], where: Path) -> Tree:
 
 
 def load_tree(run: str | Path, task_id: str) -> Tree:
-    """The tree of ``task_id`` in a run (read line by line); a clear ``ValueError`` when it is not there."""
+    """The tree of ``task_id`` in a run, its latest line (read line by line); a clear ``ValueError`` when it is not
+    there."""
     path = trees_file(run)
-    seen: list[str] = []
+    found: dict[str, Any] | None = None
+    seen: dict[str, None] = {}
     for record in iter_jsonl(path):
         if str(record.get("task_id")) == task_id:
-            return _parse(record, path)
-        seen.append(str(record.get("task_id")))
-    examples = ", ".join(seen[:5]) + (", ..." if len(seen) > 5 else "")
-    raise ValueError(f"task {task_id!r} is not in {path} ({len(seen)} tasks: {examples or 'none'})")
+            found = record
+        seen[str(record.get("task_id"))] = None
+    if found is not None:
+        return _parse(found, path)
+    names = list(seen)
+    examples = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    raise ValueError(f"task {task_id!r} is not in {path} ({len(names)} tasks: {examples or 'none'})")
 
 
 def page_name(task_id: str) -> str:
@@ -276,20 +289,15 @@ def write_index(run: str | Path, out: str | Path | None = None) -> tuple[Path, l
     path = trees_file(run)
     index = Path(out) if out else path.parent / VIEW_DIR / INDEX_FILE
     rows: list[IndexRow] = []
-    written: set[str] = set()
-    for record in iter_jsonl(path):
+    for record in _latest_records(path):
         task_id = str(record.get("task_id"))
         page = page_name(task_id)
-        if page in written:
-            rows.append(IndexRow(task_id=task_id, page=None, error="duplicate record: the first one is shown"))
-            continue
         try:
             tree = _parse(record, path)
             html = render_tree(tree, index_href=index.name)
         except ValueError as exc:
             rows.append(IndexRow(task_id=task_id, page=None, error=f"unreadable record: {exc}"))
             continue
-        written.add(page)
         _write(index.parent / page, html)
         rows.append(_row(tree, page))
     rows.sort(key=lambda r: _natural(r.task_id))

@@ -61,6 +61,16 @@ class Parsed:
     def has_action(self) -> bool:
         return bool(self.calls) or self.reply is not None
 
+    def with_ids(self, ids: Sequence[str]) -> Parsed:
+        """The same reading with its calls' ids replaced by ``ids``, in order (the reader's own are random or the
+        server's; see ``josh.types.call_id``)."""
+        if len(ids) != len(self.calls):
+            raise ValueError(f"{len(ids)} ids for {len(self.calls)} calls")
+        calls = tuple(
+            replace(read, call=read.call.model_copy(update={"id": i})) for read, i in zip(self.calls, ids, strict=True)
+        )
+        return replace(self, calls=calls)
+
 
 def malformed(text: str, problem: str) -> Parsed:
     return Parsed(text=text, error=ErrorCategory.MALFORMED, problem=problem)

@@ -3,8 +3,9 @@
 Writes ``<out>/results.jsonl`` (one line per finished conversation, with its full transcript) and
 ``<out>/summary.json``. A killed run restarted with the same output folder skips the (task, trial) pairs already
 finished in ``results.jsonl``; a conversation recorded as ``failed`` (an LLM request failed, see
-``josh.llm.health``) is run again, and its new line supersedes the old one (the file stays append-only: the latest
-line of a (task, trial) is its record). An interrupted run (Ctrl-C or SIGTERM) still writes ``summary.json`` over what it finished;
+``josh.llm.health``) is run again, and its new line supersedes the old one (while the run streams, the latest line
+of a (task, trial) is its record; once every conversation is finished the file is compacted to one line each, by
+task then trial). An interrupted run (Ctrl-C or SIGTERM) still writes ``summary.json`` over what it finished;
 its ``wall_s`` adds up the sessions of the run (a session killed outright, SIGKILL, leaves no time to add). The
 resuming, concurrency and failure handling are ``josh.run.resumable``'s, shared with the rollout runner.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from josh.core.agent import Agent
 from josh.core.env import Env
@@ -81,7 +83,9 @@ async def evaluate(
         _scan,
         out / SUMMARY,
         lambda total: Counted("conversations", total, show_progress),
+        read_key=_read_key,
         what="task id",
+        order=[(task.id, k) for task in tasks for k in range(trials)],
     )
 
     async def converse(piece: tuple[Task, int]) -> ConversationRecord:
@@ -104,6 +108,13 @@ def _scan(path: Path) -> Iterator[tuple[tuple[str, int], bool]]:
     """(task, trial) and whether failed, for each record of ``results.jsonl`` (a torn last line cut off)."""
     for record in read_models(path, ConversationRecord, "a conversation record", repair=True):
         yield (record.task_id, record.trial), record.failed is not None
+
+
+def _read_key(value: Any) -> tuple[tuple[str, int], bool] | None:
+    """(task, trial) and whether failed, from one line of ``results.jsonl``."""
+    if not isinstance(value, dict) or "task_id" not in value:
+        return None
+    return (str(value["task_id"]), int(value.get("trial", 0))), value.get("failed") is not None
 
 
 def finished_count(out_dir: str | Path, tasks: Sequence[Task], trials: int) -> int:

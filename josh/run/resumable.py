@@ -3,12 +3,15 @@
 Evaluation (a conversation per (task, trial)) and rollout (a search tree per task, here or on Ray actors) run
 through it, so they resume, fail and report alike. A ``Session`` reads the file once: a piece whose latest line is
 a result is skipped, one whose latest line is ``failed`` (an LLM request failed, see ``josh.llm.health``) is done
-again and its new line supersedes the old one (the file stays append-only; a torn last line is cut off first). Two
-pieces with the same key are an error (``DuplicateKeyError``), never merged. ``run_pending`` holds the pending
-pieces ``concurrency`` at a time, calls the ``guard`` (the failure policy: it raises to stop a run whose backend is
-down) before each result is written, appends it, advances the progress display, and on any failure (the guard,
-Ctrl-C, SIGTERM) cancels the rest before they write. Whatever ended the session, its ``finish`` callback writes the
-run's statistics, with the wall time of the earlier sessions (read from the statistics file) added.
+again and its new line supersedes the old one (the file is appended to while the run streams; a torn last line is
+cut off first). Two pieces with the same key are an error (``DuplicateKeyError``), never merged. ``run_pending``
+holds the pending pieces ``concurrency`` at a time, calls the ``guard`` (the failure policy: it raises to stop a run
+whose backend is down) before each result is written, appends it, advances the progress display, and on any failure
+(the guard, Ctrl-C, SIGTERM) cancels the rest before they write. A session after which every piece of the run is
+finished compacts the file (``Session.compact``, ``josh.util.compaction``): one line per key, in the run's order,
+written beside the file and renamed over it, so a finished file holds no superseded line; a resumed run reads either
+form. Whatever ended the session, its ``finish`` callback writes the run's statistics, with the wall time of the
+earlier sessions (read from the statistics file) added.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic import BaseModel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from josh.util.compaction import ReadKey, beside, compact, latest_lines
 from josh.util.interrupt import terminate_like_interrupt
 from josh.util.jsonl import JsonlWriter
 from josh.util.progress import stage_progress
@@ -67,9 +71,11 @@ class Session(Generic[W, K]):
     """One session of a run: the pieces still to do (``todo``), those already finished (``skipped``), the file the
     results go to (``record``, inside ``recording()``) and the session's timing.
 
-    ``scan`` reads the file as ``(key, failed)`` per line (and cuts a torn last line off); ``what`` names a key in
-    the duplicate error (e.g. "task id"); ``display`` makes the progress display for the
-    number of pieces to do; ``on_result`` is called after each result is recorded."""
+    ``scan`` reads the file as ``(key, failed)`` per line (and cuts a torn last line off); ``read_key`` gives the same
+    from one line's JSON value (``None``: a line of no piece) for ``compact``; ``what`` names a key in the duplicate
+    error (e.g. "task id"); ``display`` makes the progress display for the number of pieces to do; ``on_result`` is
+    called after each result is recorded; ``order``: the keys in the order the compacted file lists them (default:
+    the pieces')."""
 
     def __init__(
         self,
@@ -80,13 +86,17 @@ class Session(Generic[W, K]):
         stats_path: Path,
         display: Callable[[int], Display],
         *,
+        read_key: ReadKey[K],
         what: str = "key",
         on_result: Callable[[Any], Any] | None = None,
+        order: Sequence[K] | None = None,
     ) -> None:
         keys = [key(piece) for piece in pieces]
         require_unique(keys, what)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.path, self.on_result = path, on_result
+        beside(path).unlink(missing_ok=True)  # a compaction a crash cut short: the file itself is whole
+        self.path, self.on_result, self.read_key = path, on_result, read_key
+        self.order: Sequence[K] = keys if order is None else order
         self.wanted: set[K] = set(keys)
         done = finished_keys(scan(path))
         self.todo: list[W] = [piece for piece, k in zip(pieces, keys, strict=True) if k not in done]
@@ -113,6 +123,17 @@ class Session(Generic[W, K]):
                 yield
             finally:
                 self._writer = None
+
+    def compact(self) -> bool:
+        """When every piece of the run is finished, rewrite the file as one line per key in the run's order
+        (``josh.util.compaction``); whether the file is now so (``False``: pieces are pending or failed)."""
+        if self._writer is not None:
+            raise RuntimeError("compact() needs the session's recording() to be closed")
+        latest = latest_lines(self.path, self.read_key)
+        if not self.wanted <= latest.finished():
+            return False
+        compact(self.path, latest, self.order)
+        return True
 
     def record(self, result: BaseModel, line: str | None = None) -> None:
         """Append a finished piece (``line``: its JSON as it arrived, when it came as text) and show it."""
@@ -160,11 +181,12 @@ async def run_session(
     concurrency: int,
     guard: Callable[[], None] | None = None,
 ) -> T:
-    """``run_pending``, with Ctrl-C and SIGTERM stopping it alike, and ``finish`` (which writes the statistics)
-    called however it ended; returns what ``finish`` returns."""
+    """``run_pending``, then the file compacted when the run is complete, with Ctrl-C and SIGTERM stopping it alike,
+    and ``finish`` (which writes the statistics) called however it ended; returns what ``finish`` returns."""
     with terminate_like_interrupt():
         try:
             await run_pending(session, work, concurrency=concurrency, guard=guard)
+            session.compact()
         finally:
             result = finish()
     return result

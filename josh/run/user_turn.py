@@ -4,7 +4,8 @@ Like τ²'s user simulator, a user may answer with tool calls and no text (τ² 
 runs them through the environment's ``user_call`` (requestor ``user``), puts the calls and their results into the
 transcript on the user's side (a ``user`` message holding the calls, then a ``tool`` result per call; never in the
 agent's history) and asks the user again, until it says something, ends the conversation or fails. A reply with
-both calls and text (``tau2_scripted``) runs its calls and ends the turn with the text.
+both calls and text (``tau2_scripted``) runs its calls and ends the turn with the text. The runner names the user's
+calls by where they stand in the transcript (``josh.types.call_id``, side ``user``), so reruns write the same ids.
 
 Failures are data: a bad call (unknown tool, one of the agent's tools, arguments that are not a JSON object) is
 answered with the environment's error (an environment that raises answers with a tool error), which the user sees
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from josh.core.env import ConversationState, Env
 from josh.core.user import UserSimulator, UserTurn
 from josh.run.step import user_step
-from josh.types import ErrorCategory, Message, Task, ToolCall, ToolResult, tool_result, user
+from josh.types import ErrorCategory, Message, Task, ToolCall, ToolResult, call_id, tool_result, user
 
 MAX_USER_STEPS = 10
 """The default bound on the steps of one user turn that make tool calls."""
@@ -128,7 +129,9 @@ async def user_turn(
                     "to the agent (the bound on user tool steps)"
                 )
                 return UserAnswer(said, added, failure, tool_errors)
-            made = run_user_calls(env, state, said.tool_calls)
+            at = len(transcript) + len(added)  # the calls' ids come from where they stand in the transcript
+            calls = [c.model_copy(update={"id": call_id(at, k, side="user")}) for k, c in enumerate(said.tool_calls)]
+            made = run_user_calls(env, state, calls)
             if isinstance(made, str):
                 return UserAnswer(said, added, made, tool_errors)
             added.extend(made[0])

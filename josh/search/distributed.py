@@ -232,6 +232,7 @@ def rollout_on_ray(
         tasks = build_env(comps.env, comps.data).tasks(comps.split)[: comps.limit]
     session = RolloutSession(tasks, options.out, progress=progress, on_tree=on_tree, run=comps.run_info())
     if not session.todo:
+        session.compact()
         return session.finish()
     preflight(comps)
     started = _connect(ray, ray_options.address)
@@ -250,6 +251,7 @@ def rollout_on_ray(
                 stop_if_failing([backends])
                 session.record(tree, None if isinstance(result, Tree) else result)
         stop_if_failing([backends], ended=True)
+        session.compact()
     finally:
         if pool is not None:
             pool.close()

@@ -5,7 +5,7 @@ flight together, so the backend sees all of them at once. Every finished task is
 one line and flushed to disk. Restarting the same command skips the task ids already finished in the file (a torn
 last line left by a crash is cut off first); a tree recorded as ``failed`` (an LLM request failed, see
 ``josh.llm.health``) is searched again, and its new line supersedes the old one: the latest line of a task is its
-tree. ``stats.json`` (per-task and total LLM calls, turns cut short by LLM errors, tokens, wall time, reward, nodes,
+tree, and once every task is finished the file is compacted to one line per task, in task order. ``stats.json`` (per-task and total LLM calls, turns cut short by LLM errors, tokens, wall time, reward, nodes,
 failed and pending trees, and what produced the run) is rewritten from the whole file when the run ends, also after
 a crash, Ctrl-C or SIGTERM; its ``wall_s`` adds up the sessions of the run (a session killed outright leaves no time
 to add).
@@ -88,6 +88,13 @@ def _scan(trees_path: Path) -> Iterator[tuple[str, bool]]:
     for rec in iter_jsonl(trees_path, repair=True):
         if "task_id" in rec:
             yield str(rec["task_id"]), bool(rec.get("failed"))
+
+
+def _read_key(value: Any) -> tuple[str, bool] | None:
+    """A tree's task id and whether it failed, from one line of ``trees.jsonl``."""
+    if not isinstance(value, dict) or "task_id" not in value:
+        return None
+    return str(value["task_id"]), bool(value.get("failed"))
 
 
 def finished_ids(trees_path: Path) -> set[str]:
@@ -215,6 +222,7 @@ class RolloutSession(Session[Task, str]):
             _scan,
             self.out / STATS_FILE,
             lambda total: _Display(total, progress),
+            read_key=_read_key,
             what="task id",
             on_result=on_tree,
         )

@@ -32,6 +32,20 @@ def write_atomic(path: str | Path, data: str | bytes | Iterable[str], *, errors:
     return path
 
 
+def replace_synced(written: Path, path: Path) -> None:
+    """Put the file ``written`` (beside ``path``) in ``path``'s place so that even a machine crash leaves the old
+    file or the whole new one: its data synced to disk, the rename, then the folder's entry synced."""
+    with written.open("rb") as f:
+        os.fsync(f.fileno())
+    os.replace(written, path)
+    if hasattr(os, "O_DIRECTORY"):  # POSIX: a folder is synced through a descriptor of its own
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+
+
 def write_folder_atomic(target: str | Path, fill: Callable[[Path], object]) -> Path:
     """Let ``fill`` write a fresh hidden folder beside ``target`` (readable by all), then put it in ``target``'s
     place; the fresh folder is removed when ``fill`` fails."""

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Container, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
@@ -86,6 +86,15 @@ def brief(exc: ValidationError) -> str:
     return text + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
 
 
+class Span(NamedTuple):
+    """One JSON line of a file: its number, where its bytes start and end (the newline included), its value."""
+
+    number: int
+    start: int
+    end: int
+    value: Any
+
+
 def iter_numbered(
     path: str | Path, *, repair: bool = False, skip_bad: bool | None = None, on_skip: OnSkip | None = None
 ) -> Iterator[tuple[int, Any]]:
@@ -93,6 +102,14 @@ def iter_numbered(
     is skipped, and with ``repair=True`` cut off the file so appends start clean. A bad line anywhere else raises
     ``CorruptLineError`` naming the file and line, unless ``skip_bad`` (default: ``skip_bad_default()``).
     ``on_skip(line, reason)`` hears of every line skipped."""
+    for span in iter_spans(path, repair=repair, skip_bad=skip_bad, on_skip=on_skip):
+        yield span.number, span.value
+
+
+def iter_spans(
+    path: str | Path, *, repair: bool = False, skip_bad: bool | None = None, on_skip: OnSkip | None = None
+) -> Iterator[Span]:
+    """``iter_numbered`` with where each line lies in the file (to copy lines as they are)."""
     path = Path(path)
     if not path.exists():
         return
@@ -111,7 +128,7 @@ def iter_numbered(
                 pending = (number, start, _json_reason(exc))
                 continue
             pending = None
-            yield number, value
+            yield Span(number, start, offset, value)
     if pending is not None:
         if on_skip is not None:
             on_skip(pending[0], f"{pending[2]} (the last line: a write cut short)")

@@ -136,8 +136,12 @@ async def test_function_calling_native_and_text_calls():
     [turn] = await make_agent("function_calling", ToyEnv(), llm).turn(HISTORY, ToyEnv().reset(TASK))
     assert turn.reply == "All booked." and turn.completed_goals == [0, 1]
     assert [m.role for m in turn.messages] == ["assistant", "tool", "assistant", "tool", "assistant"]
-    assert turn.messages[0].tool_calls[0].id == "call_a" and turn.messages[1].tool_call_id == "call_a"
-    assert turn.messages[3].tool_call_id == turn.messages[2].tool_calls[0].id
+    # the server's id and the text call's random one give way to ids from the calls' places in the conversation
+    at = len(HISTORY)
+    assert turn.messages[0].tool_calls[0].id == f"call_{at}_0" and turn.messages[1].tool_call_id == f"call_{at}_0"
+    assert (
+        turn.messages[2].tool_calls[0].id == f"call_{at + 2}_0" and turn.messages[3].tool_call_id == f"call_{at + 2}_0"
+    )
     assert llm.requests[0].tools == ToyEnv.tools
 
 

@@ -307,14 +307,13 @@ def test_index_links_every_task_and_reports_unreadable_records(tmp_path: Path, t
     weird = trees[0].model_copy(update={"task_id": "../a b/<c>"})
     broken = json.dumps({"task_id": "broken", "nodes": "not a list"})
     cycle = Tree(task_id="cycle", nodes=[Node(id=0), Node(id=1, parent=1)]).model_dump_json()
-    run = _run(tmp_path, [*trees, weird], [broken, cycle, trees[1].model_dump_json()])
+    run = _run(tmp_path, [*trees, weird], [broken, cycle])
     index, rows = write_index(run)
     assert index == run / "view" / "index.html"
-    ids = sorted([*(t.task_id for t in trees), trees[1].task_id])  # mini_test_NNNN: natural order is plain order
+    ids = sorted(t.task_id for t in trees)  # mini_test_NNNN: natural order is plain order
     assert [r.task_id for r in rows] == ["../a b/<c>", "broken", "cycle", *ids]
     by_error = {r.task_id: r for r in rows if r.page is None}
     assert "unreadable record" in (by_error["broken"].error or "") and "cycle" in (by_error["cycle"].error or "")
-    assert "duplicate" in (by_error[trees[1].task_id].error or "")
     first = next(r for r in rows if r.task_id == trees[0].task_id)
     page = Page(index.read_text())
     hrefs = [a["href"] for tag, a in page.tags if tag == "a"]
@@ -324,6 +323,17 @@ def test_index_links_every_task_and_reports_unreadable_records(tmp_path: Path, t
         assert "IDEAL" in (index.parent / href).read_text()
     assert "&lt;c&gt;" in index.read_text()
     assert first.reward == trees[0].reward and first.nodes == len(trees[0].nodes)
+
+
+def test_a_tasks_latest_line_is_its_tree_in_the_index_and_on_its_page(tmp_path: Path, trees: list[Tree]) -> None:
+    """A streamed file of an unfinished run: a failed tree, then the rerun's tree that supersedes it."""
+    failed = trees[1].model_copy(update={"failed": "llm_error: Connection error.", "reward": 0.0})
+    run = _run(tmp_path, [failed, *trees])
+    _, rows = write_index(run)
+    assert sorted(r.task_id for r in rows) == sorted(t.task_id for t in trees)
+    row = next(r for r in rows if r.task_id == trees[1].task_id)
+    assert row.page is not None and row.error is None and row.reward == trees[1].reward
+    assert load_tree(run, trees[1].task_id) == trees[1]
 
 
 def test_index_lists_tasks_in_natural_order_whatever_order_they_finished(tmp_path: Path, trees: list[Tree]) -> None:

@@ -45,7 +45,7 @@ from josh.envs.toolwoz.oracle_text import (
 )
 from josh.envs.toolwoz.task import BOOK_SLOTS, ENTITY_KEY, DomainGoal, ToolWOZDetails, details_of
 from josh.registry import entry
-from josh.types import Message, Task, ToolCall, assistant, tool_result
+from josh.types import Message, Task, ToolCall, assistant, call_id, tool_result
 
 _BOOKING_WORDS = re.compile(r"\bbook|\breserv")
 _YES_NO_SLOTS = {"parking": r"parking", "internet": r"internet|wi-?fi"}
@@ -236,7 +236,7 @@ class _Turn:
 
     def call(self, name: str, args: dict[str, str]) -> tuple[Any, bool]:
         """Run one tool call on the fork; returns (the result's data, whether it succeeded)."""
-        call = ToolCall(name=name, arguments=args)
+        call = ToolCall(name=name, arguments=args, id=call_id(len(self.history) + len(self.messages)))
         result = self.agent.env.call(self.state, call)
         self.messages += [assistant(calls=[call]), tool_result(call.id, result.content)]
         self.turn.completed_goals += list(result.completed_goals)

@@ -23,7 +23,7 @@ from josh.eval.judge.rubric import DIMENSIONS, PROMPT_VERSION, TurnJudgement
 from josh.eval.judge.runner import MAX_JUDGE_TOKENS, judge_turn
 from josh.eval.judge.session import build_judge
 from josh.run.spec import JudgeSpec
-from josh.types import Message, ToolCall, assistant, tool_result, user
+from josh.types import Message, ToolCall, assistant, call_id, tool_result, user
 
 GOOD_AT = 4
 RULE = "rule: entities in no tool result"
@@ -49,7 +49,7 @@ class CalibrationItem(BaseModel):
             elif "agent" in step:
                 out.append(assistant(step["agent"]))
             else:
-                call = ToolCall(name=step["call"], arguments=step.get("arguments") or {})
+                call = ToolCall(name=step["call"], arguments=step.get("arguments") or {}, id=call_id(len(out)))
                 out += [assistant(calls=[call]), tool_result(call.id, step.get("result", ""))]
         return out
 
