@@ -17,6 +17,7 @@ import hashlib
 import json
 import re
 import webbrowser
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
