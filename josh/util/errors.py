@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-import click
 import typer
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -84,7 +83,7 @@ def reported(code: int = 2, *, interrupted: str = "") -> Iterator[None]:
     """Turn any failure inside the block into one line and an exit code; Ctrl-C prints ``interrupted``."""
     try:
         yield
-    except (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException):
+    except (typer.Exit, typer.Abort, typer.BadParameter):  # typer's own: it prints them and exits
         raise
     except KeyboardInterrupt:
         typer.secho(f"interrupted{': ' + interrupted if interrupted else ''}", fg="yellow", err=True)
