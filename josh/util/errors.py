@@ -28,11 +28,19 @@ EXTRAS = {
     "vllm": VLLM_INSTALL,
     "ray": "pip install 'josh-agents[ray]'",
     "wandb": "pip install 'josh-agents[wandb]'",
+    "tau2": "pip install 'josh-agents[tau2]'",
+    "openenv": "pip install 'josh-agents[openenv]'",
+    "deepspeed": "pip install 'josh-agents[deepspeed]'",
+    "liger_kernel": "pip install 'josh-agents[liger]'",
     **{
         name: "pip install 'josh-agents[train]'"
-        for name in ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes", "gguf")
+        for name in (
+            "torch", "transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes", "gguf", "llguidance"
+        )
     },
 }
+"""The extra that brings each optional top-level module, named by the distribution (``josh`` on the package index is
+an unrelated package)."""
 
 _verbose = False
 
