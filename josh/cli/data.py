@@ -49,7 +49,7 @@ DEFAULT_DEST = {
 
 def _fail(exc: Exception) -> typer.Exit:
     errors.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
-    return typer.Exit(1)
+    return typer.Exit(2)
 
 
 @data_app.command()

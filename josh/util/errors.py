@@ -24,6 +24,8 @@ VLLM_INSTALL = (
     "pip install 'josh-agents[vllm]' -c constraints-gpu.txt on a CUDA machine, or make vllm-env for vLLM's CPU build"
 )
 
+TRAIN_MODULES = ["torch", "transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes", "gguf", "llguidance"]
+
 EXTRAS = {
     "vllm": VLLM_INSTALL,
     "ray": "pip install 'josh-agents[ray]'",
@@ -32,12 +34,7 @@ EXTRAS = {
     "openenv": "pip install 'josh-agents[openenv]'",
     "deepspeed": "pip install 'josh-agents[deepspeed]'",
     "liger_kernel": "pip install 'josh-agents[liger]'",
-    **{
-        name: "pip install 'josh-agents[train]'"
-        for name in (
-            "torch", "transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes", "gguf", "llguidance"
-        )
-    },
+    **dict.fromkeys(TRAIN_MODULES, "pip install 'josh-agents[train]'"),
 }
 """The extra that brings each optional top-level module, named by the distribution (``josh`` on the package index is
 an unrelated package)."""

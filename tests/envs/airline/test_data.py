@@ -68,7 +68,7 @@ def test_cli_download_airline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     bad = CliRunner().invoke(
         app, ["data", "download", "airline", "--dest", str(tmp_path / "bad"), "--commit", "0" * 40]
     )
-    assert bad.exit_code == 1 and "404" in bad.output and not (tmp_path / "bad").exists()
+    assert bad.exit_code == 2 and "404" in bad.output and not (tmp_path / "bad").exists()
 
 
 def _with_task(**changes: Any) -> list[dict[str, Any]]:

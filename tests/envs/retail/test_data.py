@@ -120,7 +120,7 @@ def test_cli_download_retail(shared_data: Path, tmp_path: Path, monkeypatch: pyt
     ok = CliRunner().invoke(app, ["data", "download", "retail", "--dest", str(tmp_path / "ok")])
     assert ok.exit_code == 0 and "8 files written" in ok.output
     bad = CliRunner().invoke(app, ["data", "download", "retail", "--dest", str(tmp_path / "bad"), "--commit", "0" * 40])
-    assert bad.exit_code == 1 and "404" in bad.output
+    assert bad.exit_code == 2 and "404" in bad.output
 
 
 def test_a_folder_changed_in_the_same_process_is_read_again(shared_data: Path, tmp_path: Path) -> None:

@@ -124,11 +124,11 @@ def test_cli_mini_generate_stats_show(tmp_path):
 
 def test_cli_errors_exit_non_zero(tmp_path):
     result = runner.invoke(app, ["data", "stats", str(tmp_path / "absent")])
-    assert result.exit_code == 1 and "no such ToolWOZ source" in " ".join(result.output.split())
+    assert result.exit_code == 2 and "no such ToolWOZ source" in " ".join(result.output.split())
     result = runner.invoke(app, ["data", "show", "nosplit"])
-    assert result.exit_code == 1 and "no split" in result.output
+    assert result.exit_code == 2 and "no split" in result.output
     result = runner.invoke(app, ["data", "generate", "--db", str(tmp_path), "--out", str(tmp_path / "g.jsonl")])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
 
 
 def test_downloaded_files_parse_as_json(tmp_path):

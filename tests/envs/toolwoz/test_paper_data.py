@@ -38,7 +38,7 @@ def test_an_unreachable_index_is_one_line_and_leaves_nothing(no_index: Path) -> 
     with pytest.raises(PaperPackageError, match=r"could not download josh-train==0\.1\.4 .*Connection refused"):
         paper_wheel()
     result = runner.invoke(app, ["data", "download", "toolwoz", "--source", "pypi"])
-    assert result.exit_code == 1 and "error: could not download josh-train==0.1.4" in result.output
+    assert result.exit_code == 2 and "error: could not download josh-train==0.1.4" in result.output
     assert _leftovers(no_index) == []
 
 
@@ -88,9 +88,9 @@ def test_github_failing_falls_back_to_the_package_index(no_index: Path, monkeypa
     monkeypatch.setattr(github, "download_toolwoz", unreachable)
     result = runner.invoke(app, ["data", "download", "toolwoz"])
     assert "falling back to the package index" in result.output
-    assert result.exit_code == 1 and "could not download josh-train==0.1.4" in result.output
+    assert result.exit_code == 2 and "could not download josh-train==0.1.4" in result.output
     github_only = runner.invoke(app, ["data", "download", "toolwoz", "--source", "github"])
-    assert github_only.exit_code == 1 and "falling back" not in github_only.output
+    assert github_only.exit_code == 2 and "falling back" not in github_only.output
 
 
 @pytest.mark.slow
