@@ -76,6 +76,7 @@ def bare_venv(wheel: Path, folder: Path) -> Path:
 
 COMMAND_TREE = """
 import json, typer.main
+from typer.testing import CliRunner
 from josh.cli.main import app
 
 def walk(command, path):
@@ -86,8 +87,10 @@ def walk(command, path):
             {"name": p.name, "kind": p.param_type_name, "flag": p.opts[0], "many": p.nargs == -1 or getattr(p, "multiple", False)}
             for p in command.params if p.required
         ]
-        yield {"path": path, "required": params}
+        shown = CliRunner().invoke(app, [*path, "--help"])
+        yield {"path": path, "required": params, "help": [shown.exit_code, repr(shown.exception), shown.output[-600:]]}
 
 print(json.dumps(list(walk(typer.main.get_command(app), []))))
 """
-"""A script printing the installed ``josh`` command tree: each command's path and its required parameters."""
+"""A script printing the installed ``josh`` command tree: each command's path, its required parameters and what its
+``--help`` gave (exit code, exception, the output's end), in process."""

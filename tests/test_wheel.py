@@ -202,6 +202,7 @@ def test_every_command_with_only_its_required_arguments_works_or_names_what_is_m
         assert done.returncode == 0, done.stdout + done.stderr
     tree = json.loads(call([bare / "bin" / "python", "-c", COMMAND_TREE], tmp_path, bare_env(bare, tmp_path)))
     assert len(tree) > 20 and ["check-env"] in [c["path"] for c in tree]
+    assert not [(c["path"], c["help"]) for c in tree if c["help"][0] != 0], "every command's --help works"
     failed = []
     for command in tree:
         path = " ".join(command["path"])
