@@ -30,7 +30,9 @@ class CheckEnvCommand(TyperCommand):
 @reports_errors
 def check_env(
     name: str = typer.Argument(..., help=ENV_HELP, show_default=False),
-    data: str = typer.Option("default", help="the environment's data source, as `josh eval --data`"),
+    data: str = typer.Option(
+        "default", help="the environment's data source, as `josh eval --data`; default: its own (toolwoz: the mini set)"
+    ),
     split: list[str] | None = typer.Option(None, help="a split to load and check on (repeatable; default: all)"),
     env_option: list[str] | None = typer.Option(None, help="an environment option KEY=VALUE (repeatable)"),
     tasks: int = typer.Option(2, min=1, help="tasks per split"),
