@@ -1,6 +1,6 @@
 """Ready for a GPU: vLLM rollout throughput and QLoRA KTO memory on random-weight Llama-3 shapes, no hub download.
 
-    python benchmarks/gpu_check.py            # CUDA machine, vLLM's GPU build + josh[train]; under 30 minutes
+    python benchmarks/gpu_check.py            # CUDA machine, vLLM's GPU build + josh-agents[train]; under 30 minutes
     python benchmarks/gpu_check.py --smoke    # the same code path on tiny shapes on the CPU (.venv-vllm, CI)
     python benchmarks/gpu_check.py --backend hf --tokenizer DIR   # no vLLM: the rollouts through the hf backend
 

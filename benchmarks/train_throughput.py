@@ -126,11 +126,11 @@ def measure(kind: str, data: Path, out: Path, steps: int, extra: list[str]) -> d
 
 
 def report(runs: dict[str, list[dict]]) -> None:
-    josh, plain = runs["josh"], runs["plain"]
+    ours, plain = runs["josh"], runs["plain"]
     speed = {k: max(r["tokens_per_s"] for r in v) for k, v in runs.items()}
     peak = {k: max(r["peak_mib"] for r in v) for k, v in runs.items()}
-    load = [r["load"] for r in josh + plain]
-    print(f"memory: {josh[0]['measure']}; best tokens/s and highest peak of each side")
+    load = [r["load"] for r in ours + plain]
+    print(f"memory: {ours[0]['measure']}; best tokens/s and highest peak of each side")
     print(f"plain TRL SFTTrainer : {speed['plain']:8.1f} tokens/s  {peak['plain']:7.0f} MiB peak")
     print(f"josh train sft       : {speed['josh']:8.1f} tokens/s  {peak['josh']:7.0f} MiB peak")
     print(f"ratio josh / plain   : {speed['josh'] / speed['plain']:8.3f} tokens/s (target >= 0.90)")

@@ -41,7 +41,7 @@ def uv() -> Path:
 
 def main() -> int:
     """Resolve, then require every pin in the resolution at its pinned version; 1 with the reason when not."""
-    target = f"josh[{','.join(EXTRAS)}] with -c {CONSTRAINTS} for CPython {PYTHON} on {PLATFORM}, wheels only"
+    target = f"josh-agents[{','.join(EXTRAS)}] with -c {CONSTRAINTS} for CPython {PYTHON} on {PLATFORM}, wheels only"
     cmd = [str(uv()), "pip", "compile", "pyproject.toml", *(f"--extra={e}" for e in EXTRAS)]
     cmd += [f"--constraints={CONSTRAINTS}", f"--python-version={PYTHON}", f"--python-platform={PLATFORM}"]
     cmd += ["--no-build", "--no-header", "--no-annotate", "--quiet"]

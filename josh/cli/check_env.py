@@ -4,8 +4,8 @@ Registered on the app by ``josh.cli.main``."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
-import click
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -20,7 +20,7 @@ ENV_HELP = "the environment to check"
 class CheckEnvCommand(TyperCommand):
     """``check-env`` with the registered environments (plugins included) named in its help."""
 
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_help(self, ctx: typer.Context, formatter: Any) -> None:
         for param in self.params:
             if param.name == "name":
                 param.help = f"{ENV_HELP}: {registry('env').describe()}"  # type: ignore[attr-defined]
@@ -32,7 +32,9 @@ class CheckEnvCommand(TyperCommand):
 @prints_json
 def check_env(
     name: str = typer.Argument(..., help=ENV_HELP, show_default=False),
-    data: str = typer.Option("default", help="the environment's data source, as `josh eval --data`"),
+    data: str = typer.Option(
+        "default", help="the environment's data source, as `josh eval --data`; default: its own (toolwoz: the mini set)"
+    ),
     split: list[str] | None = typer.Option(None, help="a split to load and check on (repeatable; default: all)"),
     env_option: list[str] | None = typer.Option(None, help="an environment option KEY=VALUE (repeatable)"),
     tasks: int = typer.Option(2, min=1, help="tasks per split"),
@@ -42,11 +44,11 @@ def check_env(
 ) -> None:
     """Check that an environment is fit for search: forks equal fresh replays, calls are deterministic and never
     raise, rewards lie in [0, 1], schemas and splits are valid."""
-    from josh.envs import build_env  # deferred: keeps josh --help light
     from josh.envs.checker import check_env as run_checks  # deferred: keeps josh --help light
+    from josh.run.components import build_judged_env  # deferred: keeps josh --help light
 
     start = time.perf_counter()
-    env = build_env(name, data, key_values(env_option, "--env-option", "judge=openai:gpt-4.1"))
+    env = build_judged_env(name, data, key_values(env_option, "--env-option", "judge=openai:gpt-4.1"))
     built = time.perf_counter() - start
     report = run_checks(
         env, splits=split or None, tasks_per_split=tasks, max_tasks=max_tasks, steps=steps, seed=seed,

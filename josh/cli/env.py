@@ -40,7 +40,7 @@ def serve(
             serve_app,
         )
     except ImportError as exc:
-        raise RuntimeError(f"{INSTALL_HINT} ({exc})") from None
+        raise ImportError(f"{INSTALL_HINT} ({exc})") from None
 
     served = build_served(
         name, data, env_options=key_values(env_option, "--env-option", "judge=hf:smollm2"), user_kind=user,

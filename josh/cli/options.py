@@ -25,8 +25,6 @@ from typer.core import TyperCommand
 from josh.run.spec import RunSpec
 
 if TYPE_CHECKING:
-    import click
-
     from josh.registry import Registry
     from josh.run.components import ComponentOptions
 
@@ -77,7 +75,7 @@ def registry_help(name: str) -> str:
 class RunCommand(TyperCommand):
     """A command with run options; see the module docstring."""
 
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_help(self, ctx: typer.Context, formatter: Any) -> None:
         for param in self.params:
             if param.name in NAMED or param.name in OPTIONS:
                 param.help = registry_help(param.name)

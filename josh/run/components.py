@@ -226,6 +226,17 @@ def build_parts(cells: Sequence[ComponentOptions], *, check_connection: bool = T
     return Parts(env=env, tasks=tasks, llms=llms)
 
 
+def build_judged_env(name: str, data: str, options: Mapping[str, Any], *, check_connection: bool = True) -> Env:
+    """The environment ``name`` with the judge its ``options`` name (``judge``, with ``judge_options`` or its
+    backend's defaults) checked, built and attached, for a command that builds no other LLM (``josh check-env``)."""
+    judge = env_judge(options, ("", "", None), {})
+    configs = check_llms(dict([judge]), check_connection=check_connection) if judge else {}
+    env = build_env(name, data, options)
+    if judge is not None:
+        attach_judge(env, build_llm(configs[judge[0]]))
+    return env
+
+
 def build_components(options: ComponentOptions, *, check_connection: bool = True) -> Components:
     """Build everything ``options`` names (``build_parts`` for one agent/user pair)."""
     parts = build_parts([options], check_connection=check_connection)

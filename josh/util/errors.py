@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-import click
 import typer
 
 from josh.util.jsonl import SKIP_ENV, SKIP_FIX, CorruptLineError, skipping_bad_lines
@@ -29,15 +28,20 @@ VLLM_INSTALL = (
     "pip install 'josh-agents[vllm]' -c constraints-gpu.txt on a CUDA machine, or make vllm-env for vLLM's CPU build"
 )
 
+TRAIN_MODULES = ["torch", "transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes", "gguf", "llguidance"]
+
 EXTRAS = {
     "vllm": VLLM_INSTALL,
     "ray": "pip install 'josh-agents[ray]'",
     "wandb": "pip install 'josh-agents[wandb]'",
-    **{
-        name: "pip install 'josh-agents[train]'"
-        for name in ("torch", "transformers", "trl", "peft", "accelerate", "datasets", "bitsandbytes", "gguf")
-    },
+    "tau2": "pip install 'josh-agents[tau2]'",
+    "openenv": "pip install 'josh-agents[openenv]'",
+    "deepspeed": "pip install 'josh-agents[deepspeed]'",
+    "liger_kernel": "pip install 'josh-agents[liger]'",
+    **dict.fromkeys(TRAIN_MODULES, "pip install 'josh-agents[train]'"),
 }
+"""The extra that brings each optional top-level module, named by the distribution (``josh`` on the package index is
+an unrelated package)."""
 
 EXIT_CODES: dict[int, str] = {
     0: "done",
@@ -99,7 +103,7 @@ def reported(code: int = 2, *, interrupted: str = "") -> Iterator[None]:
     """Turn any failure inside the block into one line and an exit code; Ctrl-C prints ``interrupted``."""
     try:
         yield
-    except (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException):
+    except (typer.Exit, typer.Abort, typer.BadParameter):  # typer's own: it prints them and exits
         raise
     except KeyboardInterrupt:
         typer.secho(f"interrupted{': ' + interrupted if interrupted else ''}", fg="yellow", err=True)

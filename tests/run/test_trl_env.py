@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from transformers.utils import get_json_schema
 
-pytest.importorskip("openenv", reason="OpenEnv is not installed (the josh[openenv] extra)")
+pytest.importorskip("openenv", reason="OpenEnv is not installed (the josh-agents[openenv] extra)")
 
 from josh.envs import build_env  # noqa: E402
 from josh.types import ToolCall  # noqa: E402

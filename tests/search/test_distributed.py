@@ -19,7 +19,7 @@ from tests.cli.test_ray_serving import vllm_server as vllm_server
 from tests.fakes.conversation import FakeEnv, TableAgent, TableUser, make_task
 
 if importlib.util.find_spec("ray") is None:  # found without importing it: collecting this module stays cheap
-    pytest.skip("Ray is not installed (the josh[ray] extra)", allow_module_level=True)
+    pytest.skip("Ray is not installed (the josh-agents[ray] extra)", allow_module_level=True)
 pytestmark = pytest.mark.slow  # a local Ray cluster: ~50 s on 2 cores
 
 from josh.search.distributed import RayOptions, rollout_on_ray  # noqa: E402

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import requests
+import httpx
 
 from josh.types import ErrorCategory
 
@@ -37,13 +37,16 @@ def get(url: str, path: str, *, missing_ok: bool = False, **body: Any) -> Any:
     """The JSON answer to GET ``path`` (POST ``body`` when given); one line (``ValueError``) when the server does not
     answer; None for a 404 or 501 with ``missing_ok`` (an endpoint the server does not offer)."""
     try:
-        reply = requests.post(url + path, json=body, timeout=30) if body else requests.get(url + path, timeout=30)
+        reply = httpx.post(url + path, json=body, timeout=30) if body else httpx.get(url + path, timeout=30)
         if missing_ok and reply.status_code in (404, 501):
             return None
         reply.raise_for_status()
         return reply.json()
-    except requests.RequestException as exc:
-        reason = type(exc).__name__ if isinstance(exc, requests.ConnectionError) else exc
+    except (httpx.HTTPError, json.JSONDecodeError) as exc:
+        if isinstance(exc, httpx.HTTPStatusError):
+            reason: Any = f"HTTP {exc.response.status_code} {exc.response.reason_phrase}"
+        else:
+            reason = type(exc).__name__ if isinstance(exc, httpx.TransportError) else exc
         raise ValueError(f"the OpenEnv server {url} does not answer {path} ({reason})") from None
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("openenv", reason="OpenEnv is not installed (the josh[openenv] extra)")
+pytest.importorskip("openenv", reason="OpenEnv is not installed (the josh-agents[openenv] extra)")
 
 from josh.cli.main import app  # noqa: E402
 from josh.envs.openenv import RemoteEnv  # noqa: E402

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("openenv", reason="OpenEnv is not installed (the josh[openenv] extra)")
+pytest.importorskip("openenv", reason="OpenEnv is not installed (the josh-agents[openenv] extra)")
 
 from josh.cli.main import app  # noqa: E402
 from josh.envs.openenv import RemoteEnv  # noqa: E402
@@ -86,5 +86,5 @@ def test_a_branch_is_rebuilt_by_replaying_its_actions(url):
 def test_a_server_that_does_not_answer_is_one_line_before_any_work(tmp_path):
     done = CliRunner().invoke(app, ["eval", "--env", "openenv:http://127.0.0.1:9", "--out", str(tmp_path / "run")])
     assert done.exit_code != 0
-    assert "the OpenEnv server http://127.0.0.1:9 does not answer /health (ConnectionError)" in done.output
+    assert "the OpenEnv server http://127.0.0.1:9 does not answer /health (ConnectError)" in done.output
     assert not (tmp_path / "run").exists()

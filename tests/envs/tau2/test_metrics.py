@@ -86,9 +86,9 @@ def test_pass_k_equals_tau2_metrics(tau2_envs, registries, tmp_path, monkeypatch
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     per_task = Counter(r["task_id"] for r in records if r["reward"] == 1.0)
     assert [per_task[t] for t in FlakyReplay.order] == [3, 2, 1, 0]  # every task failed as planned, no more
-    josh = {int(k): v for k, v in json.loads((out / "summary.json").read_text())["pass_k"].items()}
+    ours = {int(k): v for k, v in json.loads((out / "summary.json").read_text())["pass_k"].items()}
     tau2 = compute_metrics(_tau2_results(env, records)).pass_hat_ks
-    assert sorted(josh) == sorted(tau2) == [1, 2, 3]
-    for k in josh:
-        assert josh[k] == pytest.approx(tau2[k], abs=1e-12), k
-    assert josh[1] > josh[2] > josh[3] > 0.0
+    assert sorted(ours) == sorted(tau2) == [1, 2, 3]
+    for k in ours:
+        assert ours[k] == pytest.approx(tau2[k], abs=1e-12), k
+    assert ours[1] > ours[2] > ours[3] > 0.0
