@@ -13,6 +13,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from josh.llm.models import ModelNotFoundError
 from josh.loop.plan import print_loop_plan
@@ -62,8 +63,8 @@ def run_with_table(
                 result = Loop(recipe, console=console, progress=progress).run()
                 print_loop_report(load_loop_report(result.run_dir), console)
                 stages = f"{len(result.ran)} stage(s) ran, {len(result.skipped)} skipped, "
-    except (RecipeError, DatasetError, ModelNotFoundError, TemplateError, ValueError, OSError, ImportError) as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {exc}", highlight=False)
+    except (RecipeError, DatasetError, ModelNotFoundError, TemplateError, ValueError, OSError) as exc:
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from None
     console.print(
         f"{stages}{time.perf_counter() - start:.0f} s; report: {recipe.run_dir / 'report.md'}", highlight=False

@@ -4,7 +4,7 @@ and the evaluation, validated as one strict model (unknown keys fail with the cl
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
@@ -17,8 +17,8 @@ from josh.run.spec import RunSpec
 from josh.run.spec_check import judge_problems, spec_problems
 from josh.search.algorithm import SearchConfig
 from josh.training.launcher import LaunchSpec
-from josh.training.recipe import TrainRecipe, apply_overrides, explain_error, read_mapping, recipe_error, train_problems
-from josh.util.strict import StrictModel
+from josh.training.recipe import TrainRecipe, apply_overrides, read_mapping, recipe_error, train_problems
+from josh.util.strict import StrictModel, explain
 
 
 class EvalSpec(StrictModel):
@@ -287,6 +287,16 @@ def component_problems(recipe: LoopRecipe) -> list[str]:
     return problems
 
 
+def _setup_problems(setup: Any) -> list[str]:
+    """The component problems of a recipe's ``setup`` when the rest of the recipe is invalid, so that one error
+    names them all (none when ``setup`` is itself invalid: its own errors say why)."""
+    try:
+        spec = RunSpec.model_validate(setup if setup is not None else {})
+    except ValidationError:
+        return []
+    return spec_problems(spec, ("setup",))
+
+
 def load_loop_recipe(path: str | Path, overrides: list[str] | None = None) -> LoopRecipe:
     """Read a loop recipe YAML file and apply ``--set`` overrides (e.g. ``--set rounds=2``); every key is checked, at
     every depth, the components' options included (``RecipeError`` with one line per problem)."""
@@ -295,7 +305,7 @@ def load_loop_recipe(path: str | Path, overrides: list[str] | None = None) -> Lo
     try:
         recipe = LoopRecipe.model_validate(merged)
     except ValidationError as exc:
-        raise explain_error(exc, LoopRecipe, str(path)) from None
+        raise recipe_error(explain(exc, LoopRecipe) + _setup_problems(merged.get("setup")), str(path)) from None
     if problems := component_problems(recipe):
         raise recipe_error(problems, str(path))
     return recipe

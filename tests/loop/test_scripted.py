@@ -207,3 +207,31 @@ def test_a_plot_is_drawn_again_only_when_what_it_shows_changed(tmp_path: Path) -
     (tmp_path / ".e.png.sha256").unlink()
     plot_errors(models, tmp_path / "e.png")
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)  # new models, a new start, a lost stamp
+
+
+def _tree(folder: Path) -> dict[str, tuple[int, float]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime) for p in folder.rglob("*")}
+
+
+def test_a_plan_of_a_finished_run_skips_every_stage_it_ran_and_writes_nothing(
+    default_run: tuple[Path, StubTrainer, Any], tmp_path: Path
+) -> None:
+    copy_of(default_run, tmp_path)
+    before = _tree(tmp_path)
+    planned = Loop(recipe(tmp_path), trainer=StubTrainer(), builder=builder, merger=merger).plan()
+    assert [stage.name for stage in planned] == default_run[2].ran
+    assert not any(stage.runs for stage in planned)
+    assert _tree(tmp_path) == before
+
+
+def test_a_plan_lists_what_is_left_with_its_bound(default_run: tuple[Path, StubTrainer, Any], tmp_path: Path) -> None:
+    copy_of(default_run, tmp_path)
+    shutil.rmtree(tmp_path / "scripted" / "round-1" / "eval-kto")
+    planned = Loop(recipe(tmp_path), trainer=StubTrainer(), builder=builder, merger=merger).plan()
+    runs = [stage for stage in planned if stage.runs]
+    assert [stage.name for stage in runs] == ["eval round 1 JOSH-KTO"]
+    # 10 tasks x 2 trials, at most 10 turns of at most 3 generations (act's max_generations) each; a rule-based user
+    assert runs[0].bound.agent_calls == 10 * 2 * 10 * 3 and runs[0].bound.user_calls == 0
+    fresh = Loop(recipe(tmp_path / "new"), trainer=StubTrainer(), builder=builder, merger=merger).plan()
+    assert [stage.name for stage in fresh] == default_run[2].ran and all(stage.runs for stage in fresh)
+    assert not (tmp_path / "new").exists()
