@@ -213,3 +213,12 @@ def key_paths(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tu
         yield (*prefix, key)
         if isinstance(value, dict):
             yield from key_paths(value, (*prefix, key))
+
+
+def test_the_settings_of_a_judge_an_environment_names_are_checked(tmp_path) -> None:
+    judged = {"env": "tau2-retail", "agent": "react", "user": "instruction"}
+    judged["env_options"] = {"judge": "openai:gpt-4.1", "judge_options": {"base_url": "http://x/v1", "max_retrys": 2}}
+    data = put(LOOP_BASE, ("setup",), judged)
+    data.pop("warm_start"), data.pop("warm_kto")
+    message = refused(load_loop, data, "setup.env_options.judge_options.max_retrys", tmp_path)
+    assert "for the openai backend: did you mean 'setup.env_options.judge_options.max_retries'?" in message

@@ -18,7 +18,8 @@ from josh.agents import AGENTS
 from josh.envs import ENVIRONMENTS
 from josh.envs.openenv import is_remote
 from josh.llm.factory import BACKENDS
-from josh.registry import Entry, Registry
+from josh.registry import Entry, Registry, parse_backend_model
+from josh.run.env_judge import JUDGE_OPTION, JUDGE_SETTINGS_OPTION
 from josh.run.spec import JudgeSpec
 from josh.users import USERS
 from josh.util.strict import Loc, explain
@@ -58,6 +59,21 @@ def _supports(registry: Registry, name: str, env: str, where: Loc) -> list[str]:
     return [f"{_path(where)}: the {entry.name} {registry.noun} runs on {envs} only, not on {env!r}"]
 
 
+def _env_judge_problems(env_options: Mapping[str, Any], where: Loc) -> list[str]:
+    """The problems of the backend settings of the judge an environment's options name (τ²'s ``judge_options``)."""
+    judge = env_options.get(JUDGE_OPTION)
+    if not isinstance(judge, str):
+        return []
+    try:
+        backend, _ = parse_backend_model(judge, _path((*where, JUDGE_OPTION)))
+    except ValueError:
+        return []  # the environment's own options name it
+    settings = env_options.get(JUDGE_SETTINGS_OPTION) or {}
+    if not isinstance(settings, Mapping):
+        return []
+    return options_problems(BACKENDS, backend, settings, (*where, JUDGE_SETTINGS_OPTION), (*where, JUDGE_OPTION))
+
+
 def spec_problems(spec: BaseModel, where: Loc) -> list[str]:
     """Every problem of the names and options of ``spec`` (a ``RunSpec`` or any of its parts, e.g. a GRPO section),
     which sits at ``where`` in its recipe; empty when there is none."""
@@ -67,6 +83,7 @@ def spec_problems(spec: BaseModel, where: Loc) -> list[str]:
     local = env is not None and not is_remote(env)
     if local and "env_options" in fields:
         problems += options_problems(ENVIRONMENTS, env, spec.env_options, (*where, "env_options"), (*where, "env"))
+        problems += _env_judge_problems(spec.env_options, (*where, "env_options"))
     for registry, key in ((AGENTS, "agent"), (USERS, "user")):
         if f"{key}_options" not in fields:
             continue
