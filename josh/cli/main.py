@@ -71,7 +71,7 @@ def main(
 @app.command()
 def version() -> None:
     """Print the installed josh version."""
-    from josh import __version__  # deferred: keeps josh --help light
+    from josh.version import __version__  # deferred: keeps josh --help light
 
     typer.echo(__version__)
 

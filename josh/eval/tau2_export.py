@@ -28,7 +28,6 @@ from tau2.data_model.message import AssistantMessage, UserMessage
 from tau2.data_model.simulation import AgentInfo, Info, Results, SimulationRun, UserInfo
 from tau2.environment.environment import EnvironmentInfo
 
-from josh import __version__
 from josh.envs.tau2 import RELEASE, Tau2Env, Tau2State
 from josh.envs.tau2.trajectory import TERMINATION, call_messages, evaluate
 from josh.eval.evaluate import evaluate as run_evaluation
@@ -40,6 +39,7 @@ from josh.run.user_turn import run_user_calls
 from josh.types import Message, ToolCall, tool_result
 from josh.util.jsonl import brief
 from josh.util.layout import RESULTS, SUMMARY
+from josh.version import __version__
 
 TAU2_ENVS = ("tau2-airline", "tau2-retail", "tau2-telecom")
 NO_ERROR_LIMIT = -1

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from josh import __version__
 from josh.llm.models import adapter_base, is_adapter_dir
+from josh.version import __version__
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 

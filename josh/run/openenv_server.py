@@ -198,7 +198,7 @@ class JoshEnvironment(Environment[JoshAction, JoshObservation, JoshState]):
         )  # fmt: skip
 
     def get_metadata(self) -> EnvironmentMetadata:
-        from josh import __version__  # deferred: the version module reads the installed metadata
+        from josh.version import __version__  # deferred: the version module reads the installed metadata
 
         return EnvironmentMetadata(
             name=self.served.name, version=__version__,
