@@ -193,9 +193,13 @@ def stats(
     source: str = typer.Argument(
         "mini", help="'mini', 'toolwoz' (the paper's, once downloaded), a folder, or a dataset.zip"
     ),
+    repairs: bool = typer.Option(
+        False, "--repairs", help="also list every repaired task: its id, split and what was repaired per domain"
+    ),
 ) -> None:
     """Tasks per split: single-domain tasks, search/book goals, fail cases, tasks per domain, goals repaired against
-    the database and annotation defects (tasks nobody can complete; their ids are listed)."""
+    the database and annotation defects (tasks nobody can complete; their ids are listed, and with --repairs those
+    of the repaired tasks)."""
     from josh.envs.toolwoz.task import DOMAINS  # deferred: keeps josh --help light
 
     data = _load(source)
@@ -215,6 +219,7 @@ def stats(
     for column in columns:
         table.add_column(column, justify="right")
     defects: dict[str, str] = {}
+    repaired: dict[str, dict[str, dict[str, str]]] = {}
     counts: dict[str, dict[str, int]] = {}
     for split, tasks in data.splits.items():
         domains = Counter(d for t in tasks for d in t.details.get("domains", []))
@@ -234,10 +239,18 @@ def stats(
         table.add_row(split, *map(str, row))
         counts[split] = dict(zip(columns[1:], row, strict=True))
         defects.update((t.id, t.details["defect"]) for t in tasks if t.details.get("defect"))
-    json_summary({"source": source, "db": str(data.db_dir), "splits": counts, "defects": defects})
+        repaired[split] = {t.id: t.details["repairs"] for t in tasks if t.details.get("repairs")}
+    summary = {"source": source, "db": str(data.db_dir), "splits": counts, "defects": defects}
+    json_summary(summary | {"repairs": repaired} if repairs else summary)
     console.print(table)
     for task_id, why in defects.items():
         console.print(f"defect {task_id}: {why}")
+    if repairs:
+        for split, notes_by_task in repaired.items():
+            for task_id, notes in notes_by_task.items():
+                for domain, note in notes.items():
+                    line = f"repaired {split} {task_id} {domain}: {note}"
+                    console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @data_app.command()

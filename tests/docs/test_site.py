@@ -1,5 +1,6 @@
 """The documentation keeps up with the code: the README stays a front door, the CLI reference names every command
-and option, and the architecture page names every module (``make docs`` checks links and the nav)."""
+and option, the architecture page names every module, the pages are no lab notebook (history is in CHANGELOG.md)
+and their examples run (``make docs`` checks links and the nav)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,57 @@ def test_the_architecture_page_names_every_module():
             assert (ROOT / folder / f"{name}.py").is_file() or (ROOT / folder / name).is_dir(), (
                 f"docs/architecture.md lists {folder}/{name}, which does not exist"
             )
+
+
+# a diary's words: which of the project's working sessions measured or changed what ("the ninth session", "across
+# two sessions"); a run's own sessions (a resumed run's `session_wall_s`) are not meant
+DIARY = re.compile(
+    r"\b(?:(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|previous|same|earlier"
+    r"|last) session|(?:across|between) (?:two |several )?sessions|other sessions')",
+    re.I,
+)
+# a timing aside: a figure with the load it was measured at, which belongs on the benchmarks page
+TIMING = re.compile(r"\bload(?: average)? (?:near |of )?\d", re.I)
+
+
+def _pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+
+
+def test_the_pages_keep_no_session_diary():
+    found = [
+        f"{page.relative_to(ROOT)}:{number}: {match.group(0)!r}"
+        for page in _pages()
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if (match := DIARY.search(line))
+    ]
+    assert not found, "history belongs in CHANGELOG.md, not in the docs: " + "; ".join(found)
+
+
+def test_the_tour_and_the_extending_page_keep_no_timing_asides():
+    for name in ("README.md", "docs/tour.md", "docs/extending.md"):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        assert not TIMING.search(text), f"{name} times something at a load; that figure belongs in docs/benchmarks.md"
+
+
+def test_the_changelog_keeps_a_changelog():
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert text.startswith("# Changelog\n")
+    assert "keepachangelog.com" in text
+    releases = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?$", text, re.M)
+    assert releases and releases[0][0] == "Unreleased", "the first section is ## [Unreleased]"
+    headings = re.findall(r"^(#+) (.*)$", text, re.M)
+    kinds = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+    for level, title in headings[1:]:
+        assert (level == "##" and re.match(r"\[[^\]]+\]", title)) or (level == "###" and title in kinds), (
+            f"CHANGELOG.md heading {level} {title!r} is neither a release nor one of {sorted(kinds)}"
+        )
+    assert any(level == "###" for level, _ in headings), "the changelog lists no change"
+
+
+def test_the_toolwoz_example_of_the_environments_page_runs(capsys):
+    page = (DOCS / "concepts" / "environments.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "ToolWOZEnv" in b)
+    exec(compile(block, "docs/concepts/environments.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert '"area": "north"' in out and '"stars": "4"' in out, out  # a served hotel that fits the search

@@ -122,6 +122,27 @@ def test_cli_mini_generate_stats_show(tmp_path):
     assert result.exit_code == 0 and "mini_val_0002" in result.output
 
 
+def test_stats_lists_the_repaired_tasks_only_when_asked(tmp_path):
+    source = tmp_path / "mini"
+    shutil.copytree(SHIPPED_MINI, source)
+    val = read_tasks(source / "tasks_val.jsonl")
+    note = "booked 'ask' is 'ask restaurant' in the database"
+    val[1].details["repairs"] = {"restaurant": note}
+    write_tasks(source / "tasks_val.jsonl", val)
+    plain = runner.invoke(app, ["data", "stats", str(source)])
+    assert plain.exit_code == 0 and "repaired val" not in plain.output
+    listed = runner.invoke(app, ["data", "stats", str(source), "--repairs"])
+    assert listed.exit_code == 0, listed.output
+    assert [line for line in listed.output.splitlines() if line.startswith("repaired ")] == [
+        f"repaired val {val[1].id} restaurant: {note}"
+    ]
+    as_json = runner.invoke(app, ["data", "stats", str(source), "--repairs", "--json"])
+    summary = json.loads(as_json.stdout)
+    assert summary["repairs"] == {"train": {}, "val": {val[1].id: {"restaurant": note}}, "test": {}}
+    assert summary["splits"]["val"]["repaired"] == 1
+    assert "repairs" not in json.loads(runner.invoke(app, ["data", "stats", str(source), "--json"]).stdout)
+
+
 def test_cli_errors_exit_non_zero(tmp_path):
     result = runner.invoke(app, ["data", "stats", str(tmp_path / "absent")])
     assert result.exit_code == 2 and "no such ToolWOZ source" in " ".join(result.output.split())
