@@ -69,6 +69,7 @@ class _Search:
         self.task = task
         self.env = env
         self.goal_tools = goal_tools_of(env)
+        self.expected_failures = env.expected_failures(task)
         self.agent = agent
         self.user_sim = user_sim
         self.config = config
@@ -153,7 +154,7 @@ class _Search:
             goals=new,
             ended=turn.terminated,
             errors=list(turn.errors),
-            calls=classify(self.task.goals, turn.state.log, self.goal_tools)[made:],
+            calls=classify(self.task.goals, turn.state.log, self.goal_tools, self.expected_failures)[made:],
             llm_calls=turn.llm_calls,
             prompt_tokens=turn.prompt_tokens,
             completion_tokens=turn.completion_tokens,
