@@ -13,6 +13,7 @@ from josh.harvest.extract import ExtractConfig, extract
 from josh.loop.arms.base import ArmBase, LoopServices, Model, Round
 from josh.loop.recipe import LoopRecipe
 from josh.loop.stages import Stage, StageContext
+from josh.loop.stages.extraction import policy_frame
 from josh.loop.stages.manifest import Input
 from josh.util.jsonl import count_rows
 from josh.util.layout import EXTRACT_STATS, rows_file
@@ -40,7 +41,7 @@ class UngatedExtractStage(Stage):
         return [self.sft, self.folder / rows_file("kto"), self.folder / rows_file("dpo"), self.folder / EXTRACT_STATS]
 
     def run(self) -> None:
-        stats = extract(self.trees, self.folder, self.config())
+        stats = extract(self.trees, self.folder, self.config(), reframe=policy_frame(self.ctx))
         self.ctx.log(f"  {stats.sft} SFT rows without the judge gate")
 
 
