@@ -184,6 +184,13 @@ def _load(source: str) -> ToolWOZData:
         raise _fail(exc) from exc
 
 
+def stats_columns() -> tuple[str, ...]:
+    """The columns of the ``josh data stats`` table, in order."""
+    from josh.envs.toolwoz.task import DOMAINS  # deferred: keeps josh --help light
+
+    return ("split", "tasks", "1-domain", "search", "book", "fail_info", "fail_book", *DOMAINS, "repaired", "defects")
+
+
 @data_app.command()
 def stats(
     source: str = typer.Argument(
@@ -196,19 +203,7 @@ def stats(
 
     data = _load(source)
     table = Table(title=f"ToolWOZ source {source} (db: {data.db_dir})")
-    columns = (
-        "split",
-        "tasks",
-        "1-domain",
-        "search",
-        "book",
-        "fail_info",
-        "fail_book",
-        *DOMAINS,
-        "repaired",
-        "defects",
-    )
-    for column in columns:
+    for column in stats_columns():
         table.add_column(column, justify="right")
     defects: dict[str, str] = {}
     for split, tasks in data.splits.items():

@@ -293,15 +293,18 @@ def argument_rows(summary: DiagnosticsSummary) -> list[list[str]]:
     return [[tool, arg, _issues(counts)] for tool, arg, counts in _argument_items(summary)]
 
 
+TOOL_TABLE = ("tool calls against the goals", ("tool", "calls", "classes", "unattempted goals"))
+"""The title and columns of the per-tool table ``josh eval`` prints."""
+ARGUMENT_TABLE = ("arguments of calls with the right tool", ("tool", "argument", "issues"))
+"""The title and columns of the per-argument table ``josh eval`` prints."""
+
+
 def print_diagnostics(summary: DiagnosticsSummary | None, console: Console | None = None) -> None:
     """The per-tool and per-argument tables on the terminal (nothing when no call was made)."""
     if summary is None or (not summary.calls and not summary.never_attempted):
         return
     console = console or Console()
-    tables = (
-        ("tool calls against the goals", ["tool", "calls", "classes", "unattempted goals"], tool_rows(summary)),
-        ("arguments of calls with the right tool", ["tool", "argument", "issues"], argument_rows(summary)),
-    )
+    tables = ((*TOOL_TABLE, tool_rows(summary)), (*ARGUMENT_TABLE, argument_rows(summary)))
     for title, header, rows in tables:
         if rows:
             table = Table(title=title)
