@@ -47,7 +47,7 @@ from josh.harvest.judge_gate import (
     path_replies,
     run_gate,
 )
-from josh.harvest.reframe import reframed
+from josh.harvest.reframe import Reframe, reframed
 from josh.harvest.trl_rows import arguments_text, trl_messages
 from josh.llm.models import resolve_model
 from josh.search.tree import Node, Tree, path_messages, trees_file
@@ -384,6 +384,8 @@ def extract(
     if "tree" in formats:
         rows.tree = _tree_rows(trees, advantages or AdvantageConfig(), stats)
     source = source or rollout_source(trees_file(trees_path))
+    if isinstance(reframe, Reframe):
+        source = source.model_copy(update={"extra": {**source.extra, "rows framed for": reframe.describe()}})
     write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens, formats, source)
     return stats
 

@@ -40,6 +40,10 @@ class Reframe:
     def protocol(self) -> str:
         return self.prompt.protocol.name
 
+    def describe(self) -> str:
+        """What the rows' frame is, for the dataset card."""
+        return f"the {self.protocol} agent: its system prompt, preamble and tools come first (josh extract --agent)"
+
     def task(self, task_id: str) -> Task:
         """The task ``task_id``; ``ValueError`` when none of the splits has it."""
         while task_id not in self._tasks and self._splits:

@@ -65,6 +65,7 @@ def test_extract_with_agent_puts_the_eval_time_system_prompt_first(
     assert all(r["prompt"][0] == first for r in kto)  # ToolWOZ's prompt is the same for every task
     calls = [m for m in sft[0]["messages"] if m["role"] == "assistant" and m.get("tool_calls")]
     assert calls  # the oracle's calls, written in the function-calling protocol
+    assert "| rows framed for | the function_calling agent" in (tmp_path / "README.md").read_text()
 
 
 def test_extract_refuses_a_scripted_agents_trees_without_agent(oracle_rollout: Path, tmp_path: Path) -> None:
