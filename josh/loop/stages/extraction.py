@@ -82,8 +82,9 @@ class ExtractStage(Stage):
         if self.control_seed is not None:
             seed, limit = self.control_seed, self.control_rows
             stats = extract_random(
-                self.trees, self.folder, spec, seed, count_tokens=count, counter_name=counter, limit=limit
-            )
+                self.trees, self.folder, spec, seed, count_tokens=count, counter_name=counter, limit=limit,
+                reframe=policy_frame(self.ctx),
+            )  # fmt: skip
             matched = f", a random {stats.sft} of {stats.random_pool} to match JOSH's rows" if stats.random_pool else ""
             self.ctx.log(f"  {stats.sft} random branches from {stats.trees} trees ({stats.trimmed} trimmed{matched})")
             return
