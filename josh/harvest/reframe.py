@@ -61,6 +61,11 @@ class Reframe:
                 f"tree {tree.task_id} was searched by the {tree.protocol} agent, whose turns are written in its own "
                 f"protocol: extract it with --agent {tree.protocol} (or without --agent), not {self.protocol}"
             )
+        if tree.protocol is None and tree.system:
+            raise ValueError(
+                f"tree {tree.task_id} records a system prompt but no protocol (a rollout older than the field): its "
+                "turns are written in a protocol josh cannot tell, so extract it without --agent"
+            )
         frame = self.prompt.frame(self.task(tree.task_id))
         nodes = tree.nodes
         if tree.protocol is None:

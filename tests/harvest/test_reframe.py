@@ -107,3 +107,5 @@ def test_trees_of_another_prompted_agent_are_refused(mini_env) -> None:
     with pytest.raises(ValueError, match="--agent react"):
         reframe(tree)
     assert reframe(tree.model_copy(update={"protocol": "function_calling"})).system != "react prompt"
+    with pytest.raises(ValueError, match="older than the field"):
+        reframe(tree.model_copy(update={"protocol": None}))
