@@ -33,7 +33,9 @@ HEADER = """# CLI reference
 Every `josh` command with its arguments and options, as `josh COMMAND --help` prints them. `josh --verbose COMMAND`
 (or `JOSH_VERBOSE=1`) adds the traceback to a failure's one-line message. The concept pages say what the commands do:
 [evaluation](concepts/evaluation.md), [search](concepts/search.md), [harvest](concepts/harvest.md),
-[training](concepts/training.md), [the loop](concepts/loop.md).
+[training](concepts/training.md), [the loop](concepts/loop.md). What the commands print, table by table and column by
+column: [`josh eval`](concepts/evaluation.md#reading-the-output), [`josh rollout`](concepts/search.md#reading-the-output),
+[`josh extract`](concepts/harvest.md#reading-the-output), [`josh data stats`](concepts/environments.md#toolwoz-data-josh-data).
 
 A command that reads JSON-lines files (a run's `trees.jsonl` or `results.jsonl` when it resumes or reads them, task
 files, training rows) stops at a line that is not valid JSON or not the record it expects, naming the file, the line

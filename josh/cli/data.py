@@ -185,6 +185,13 @@ def _load(source: str) -> ToolWOZData:
         raise _fail(exc) from exc
 
 
+def stats_columns() -> tuple[str, ...]:
+    """The columns of the ``josh data stats`` table, in order."""
+    from josh.envs.toolwoz.task import DOMAINS  # deferred: keeps josh --help light
+
+    return ("split", "tasks", "1-domain", "search", "book", "fail_info", "fail_book", *DOMAINS, "repaired", "defects")
+
+
 @data_app.command()
 @reports_errors
 @skips_bad_lines
@@ -204,18 +211,7 @@ def stats(
 
     data = _load(source)
     table = Table(title=f"ToolWOZ source {source} (db: {data.db_dir})")
-    columns = (
-        "split",
-        "tasks",
-        "1-domain",
-        "search",
-        "book",
-        "fail_info",
-        "fail_book",
-        *DOMAINS,
-        "repaired",
-        "defects",
-    )
+    columns = stats_columns()
     for column in columns:
         table.add_column(column, justify="right")
     defects: dict[str, str] = {}

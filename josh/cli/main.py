@@ -232,6 +232,13 @@ def _print_errors(counts: dict[str, int], out: str) -> None:
     typer.secho(f"errors: {text} (per conversation in {out}/results.jsonl)", fg="yellow")
 
 
+EXTRACT_AGENT_HELP = (
+    "the prompted agent to train (react, function_calling, act): its system prompt, worked examples and protocol "
+    "frame every row; default: the frame the trees recorded, which a scripted agent's trees lack (then required; "
+    "'recorded' keeps them without a system prompt)"
+)
+
+
 @app.command()
 @skips_bad_lines
 @prints_json
@@ -258,6 +265,8 @@ def extract(
         None, "--push-to-hub", metavar="REPO", help="then push the files and their card to this Hub dataset repo"
     ),
     private: bool = typer.Option(False, "--private", help="with --push-to-hub: make a new repo private"),
+    agent: str | None = typer.Option(None, help=EXTRACT_AGENT_HELP),
+    agent_options: list[str] | None = typer.Option(None, "--agent-option", help="with --agent: its option, KEY=VALUE"),
 ) -> None:
     """Turn rollout trees into sft.jsonl, kto.jsonl and dpo.jsonl (TRL's conversational tool-calling format) with a
     dataset card (README.md), or tree.jsonl; --push-to-hub uploads them (needs josh-agents[train] and a Hub token)."""
@@ -265,6 +274,7 @@ def extract(
     from josh.harvest.advantages import AdvantageConfig  # deferred: keeps josh --help light
     from josh.harvest.extract import TRL_FORMATS, ExtractConfig, extract_run  # deferred: keeps josh --help light
     from josh.harvest.judge_gate import JudgeGate  # deferred: keeps josh --help light
+    from josh.harvest.reframe import run_reframe  # deferred: keeps josh --help light
 
     with reported(), no_half_made(out or run):
         spec = judge_spec_of(judge, judge_options, grammar=judge_grammar, max_tokens=judge_max_tokens)
@@ -280,9 +290,10 @@ def extract(
         chosen = tuple(dict.fromkeys(formats)) if formats else TRL_FORMATS
         folder = Path(run) if Path(run).is_dir() else Path(run).parent
         scorer = reply_judge(rollout_policy(folder), gate.uses_grammar, gate.max_tokens) if gate else None
+        reframe = run_reframe(run, agent, key_values(agent_options, "--agent-option", "examples=2"))
         stats, out_dir = extract_run(
             run, out, config, tokenizer=tokenizer, formats=chosen,
-            advantages=AdvantageConfig(subtree=subtree), judge=scorer,
+            advantages=AdvantageConfig(subtree=subtree), judge=scorer, reframe=reframe,
         )  # fmt: skip
         if push_to_hub:
             from josh.harvest.hub import push_rows  # deferred: datasets and huggingface_hub are heavy
@@ -309,6 +320,7 @@ def extract(
     typer.echo(
         "; ".join(parts) + f" -> {out_dir}"
         + (f" ({stats.unreadable} unreadable lines skipped)" if stats.unreadable else "")
+        + (f" ({stats.unrenderable} trees the {agent} protocol cannot write left out)" if stats.unrenderable else "")
     )  # fmt: skip
     if push_to_hub:
         typer.echo(f"pushed {', '.join(pushed)} and the dataset card to https://huggingface.co/datasets/{push_to_hub}")

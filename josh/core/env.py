@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from josh.types import CallRecord, ErrorCategory, Message, Task, ToolCall, ToolResult
+from josh.types import CallRecord, ErrorCategory, Goal, Message, Task, ToolCall, ToolResult
 
 
 class ConversationState:
@@ -74,7 +74,7 @@ JudgeCall = Callable[[list[Message]], str]
 @runtime_checkable
 class Env(Protocol):
     """A tool environment: ``reset`` a task into a state, then ``call`` tools on (a fork of) that state. The last
-    nine members are optional: ``EnvBase`` gives each its default."""
+    ten members are optional: ``EnvBase`` gives each its default."""
 
     name: str
     tools: list[dict[str, Any]]
@@ -106,10 +106,15 @@ class Env(Protocol):
 
     def user_call(self, state: ConversationState, call: ToolCall) -> ToolResult: ...
 
+    def expected_failures(self, task: Task) -> list[Goal]:
+        """The calls ``task`` says fail by design (ToolWOZ: a search with the ``fail_info`` values the user asks
+        for first); the diagnostics class a call that makes one an ``expected_failure``, not a wrong one."""
+        ...
+
 
 REQUIRED_MEMBERS = ("name", "tools", "system_prompt", "reset", "call", "reward", "tasks")
 OPTIONAL_MEMBERS = ("splits", "outcome_reward", "policy", "goal_tools", "write_tools", "user_tools")
-OPTIONAL_MEMBERS += ("reward_notes", "judge_call", "user_call")
+OPTIONAL_MEMBERS += ("reward_notes", "judge_call", "user_call", "expected_failures")
 ENV_MEMBERS = REQUIRED_MEMBERS + OPTIONAL_MEMBERS
 
 
@@ -151,3 +156,7 @@ class EnvBase:
     def user_call(self, state: ConversationState, call: ToolCall) -> ToolResult:
         """Run one of the ``user_tools`` for the user on ``state``; without user tools, a tool error."""
         return ToolResult(content=f"Error: {self.name} has no user tools ({call.name})", error=ErrorCategory.TOOL_ERROR)
+
+    def expected_failures(self, task: Task) -> list[Goal]:
+        """The calls ``task`` says fail by design; none by default."""
+        return []

@@ -23,6 +23,7 @@ from josh.harvest.extract import (
     whitespace_tokens,
     write_all,
 )
+from josh.harvest.reframe import Reframe, reframed
 from josh.search.tree import Node, Tree, trees_file
 
 
@@ -75,12 +76,19 @@ def extract_random(
     count_tokens: TokenCounter | None = None,
     counter_name: str = "whitespace",
     limit: int | None = None,
+    reframe: Reframe | None = None,
 ) -> ExtractStats:
     """The no-selection control's files: ``sft.jsonl`` with one random branch per tree (``random_rows``, at most
-    ``limit`` of them), no KTO or DPO file (it makes none of those rows), ``extract_stats.json`` and the dataset card."""
+    ``limit`` of them), no KTO or DPO file (it makes none of those rows), ``extract_stats.json`` and the dataset card;
+    ``reframe`` frames the trees for the trained agent first, as ``extract`` does."""
     stats = ExtractStats(token_counter=counter_name if count_tokens else "whitespace")
-    rows = random_rows(read_trees(trees_file(trees_path), stats), config, seed, stats, limit)
+    trees = list(read_trees(trees_file(trees_path), stats))
+    if reframe is not None:
+        trees = reframed(trees, reframe, stats)
+    rows = random_rows(trees, config, seed, stats, limit)
     source = rollout_source(trees_file(trees_path))
     source.extra["selection"] = f"none: one random branch per tree (the no-selection control, seed {seed})"
+    if reframe is not None:
+        source.extra["rows framed for"] = reframe.describe()
     write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens, source=source)
     return stats

@@ -47,6 +47,7 @@ from josh.harvest.judge_gate import (
     path_replies,
     run_gate,
 )
+from josh.harvest.reframe import Reframe, reframed
 from josh.harvest.trl_rows import arguments_text, trl_messages
 from josh.llm.models import resolve_model
 from josh.search.tree import Node, Tree, path_messages, trees_file
@@ -359,13 +360,16 @@ def extract(
     judge: ReplyJudge | None = None,
     judge_llm: LLM | None = None,
     source: CardSource | None = None,
+    reframe: Callable[[Tree], Tree] | None = None,
 ) -> ExtractStats:
     """Read ``trees_path`` (a file or a run folder) and write ``<format>.jsonl`` for each of ``formats`` (default
     ``sft``, ``kto``, ``dpo``; ``tree`` adds the turn-level advantages) and ``extract_stats.json`` to ``out_dir``
     (named so it never overwrites the rollout's own ``stats.json``).
     A line that is not a tree stops it (nothing is written) unless ``skip_bad_lines``. With ``config.judge``,
     ``judge`` scores the replies (with ``judge_llm``, default: the LLM ``config.judge`` names). The dataset card
-    (``README.md``, ``josh.harvest.card``) states ``source``, by default the rollout's own ``stats.json``."""
+    (``README.md``, ``josh.harvest.card``) states ``source``, by default the rollout's own ``stats.json``.
+    ``reframe`` (``josh.harvest.reframe.Reframe``) puts the frame of the agent to be trained on every tree first;
+    without it each row has its tree's own recorded frame (none for a scripted agent's trees)."""
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown or not formats:
         raise ValueError(f"unknown format {', '.join(unknown) or '(none)'}; choose from {', '.join(FORMATS)}")
@@ -374,6 +378,8 @@ def extract(
         raise ValueError("extract.judge is set but no reply judge was given (josh extract and josh loop give one)")
     stats = ExtractStats(token_counter=counter_name if count_tokens else "whitespace")
     trees = list(read_trees(trees_file(trees_path), stats, skip_bad_lines=skip_bad_lines))
+    if reframe is not None:
+        trees = reframed(trees, reframe, stats)
     trl = bool(set(formats) & set(TRL_FORMATS))
     failing = None
     if trl and config.judge is not None and judge is not None:
@@ -384,6 +390,8 @@ def extract(
     if "tree" in formats:
         rows.tree = _tree_rows(trees, advantages or AdvantageConfig(), stats)
     source = source or rollout_source(trees_file(trees_path))
+    if isinstance(reframe, Reframe):
+        source = source.model_copy(update={"extra": {**source.extra, "rows framed for": reframe.describe()}})
     write_all(Path(out_dir), rows, stats, count_tokens or whitespace_tokens, formats, source)
     return stats
 
@@ -406,6 +414,7 @@ def extract_run(
     formats: tuple[str, ...] = TRL_FORMATS,
     advantages: AdvantageConfig | None = None,
     judge: ReplyJudge | None = None,
+    reframe: Callable[[Tree], Tree] | None = None,
 ) -> tuple[ExtractStats, Path]:
     """``josh extract``: files go to ``out`` or, by default, next to the trees."""
     run = Path(run)
@@ -414,6 +423,6 @@ def extract_run(
     name = tokenizer or "whitespace"
     stats = extract(
         run, out_dir, config, count_tokens=counter, counter_name=name, skip_bad_lines=skip_bad_lines,
-        formats=formats, advantages=advantages, judge=judge,
+        formats=formats, advantages=advantages, judge=judge, reframe=reframe,
     )  # fmt: skip
     return stats, out_dir

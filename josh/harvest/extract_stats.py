@@ -13,6 +13,7 @@ class ExtractStats(BaseModel):
     trees: int = 0
     unreadable: int = 0
     llm_failed: int = Field(0, description="trees whose LLM failed: never harvested (rerun the rollout to redo them)")
+    unrenderable: int = Field(0, description="trees whose turns the trained agent's protocol cannot write (--agent)")
     rewarded: int = 0
     accepted: int = 0
     trimmed: int = 0

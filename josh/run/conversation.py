@@ -153,6 +153,6 @@ async def _converse(
         wall_s=time.perf_counter() - start,
         error=error,
         diagnosis=diagnose_conversation(
-            env, task.goals, state.log, [m.content or "" for m in transcript if m.role == "assistant"]
+            env, task, state.log, [m.content or "" for m in transcript if m.role == "assistant"]
         ),
     )

@@ -8,6 +8,8 @@ Every call the environment ran is given one class, in this order of precedence:
   ToolWOZ) but is not the tool of any of this task's goals;
 * ``after_goal_met``: the tool of a goal, aimed at (closest to) a goal that was already completed;
 * ``repeated``: the same tool with the same arguments as an earlier call;
+* ``expected_failure``: a call the task says fails by design (``Env.expected_failures``; ToolWOZ: a search with
+  the ``fail_info`` values its user asks for first, a booking with its ``fail_book`` slots), argument for argument;
 * ``wrong_arguments``: the tool of a goal, with arguments that differ from the closest unmet goal's: each
   argument is ``wrong`` (another value), ``missing`` (the goal has it, the call does not) or ``invented`` (the call
   has it, the goal does not);
@@ -32,7 +34,7 @@ from rich.table import Table
 
 from josh.core.claims import false_claims
 from josh.core.env import Env
-from josh.types import CallRecord, ErrorCategory, Goal
+from josh.types import CallRecord, ErrorCategory, Goal, Task
 
 
 class CallClass(str, Enum):
@@ -41,6 +43,7 @@ class CallClass(str, Enum):
     WRONG_TOOL = "wrong_tool"
     AFTER_GOAL_MET = "after_goal_met"
     REPEATED = "repeated"
+    EXPECTED_FAILURE = "expected_failure"
     WRONG_ARGUMENTS = "wrong_arguments"
     SUPPORT = "support"
 
@@ -113,9 +116,15 @@ def _verdict_of(name: str, verdict: CallClass, goal: int | None = None, argument
 
 
 def _verdict(
-    goals: Sequence[Goal], record: CallRecord, met: set[int], repeated: bool, goal_tools: Collection[str] | None
+    goals: Sequence[Goal],
+    record: CallRecord,
+    met: set[int],
+    repeated: bool,
+    goal_tools: Collection[str] | None,
+    expected: Collection[tuple[str, Any]],
 ) -> CallVerdict:
-    """The class of one call; ``repeated``: an earlier call had the same tool and arguments."""
+    """The class of one call; ``repeated``: an earlier call had the same tool and arguments; ``expected``: the
+    (tool, loose arguments) of the calls the task says fail by design."""
     name = record.name
     if record.completed_goals:
         return _verdict_of(name, CallClass.CORRECT, goal=record.completed_goals[0])
@@ -130,20 +139,26 @@ def _verdict(
         return _verdict_of(name, CallClass.AFTER_GOAL_MET, goal=index)
     if repeated:
         return _verdict_of(name, CallClass.REPEATED, goal=index)
+    if (name, loose(record.arguments)) in expected:
+        return _verdict_of(name, CallClass.EXPECTED_FAILURE, goal=index)
     return _verdict_of(name, CallClass.WRONG_ARGUMENTS, goal=index, arguments=issues)
 
 
 def classify(
-    goals: Sequence[Goal], log: Sequence[CallRecord], goal_tools: Collection[str] | None = None
+    goals: Sequence[Goal],
+    log: Sequence[CallRecord],
+    goal_tools: Collection[str] | None = None,
+    expected_failures: Sequence[Goal] = (),
 ) -> list[CallVerdict]:
     """A verdict for every call of ``log`` (in order). ``goal_tools`` names the tools that can complete goals in
-    this environment (``None``: every tool can)."""
+    this environment (``None``: every tool can); ``expected_failures`` the calls the task says fail by design."""
+    expected = {(goal.name, loose(goal.parameters)) for goal in expected_failures}
     met: set[int] = set()
     seen: set[tuple[str, Any]] = set()
     verdicts = []
     for record in log:
         key = (record.name, loose(record.arguments)) if isinstance(record.arguments, dict) else None
-        verdicts.append(_verdict(goals, record, met, key in seen, goal_tools))
+        verdicts.append(_verdict(goals, record, met, key in seen, goal_tools, expected))
         met.update(record.completed_goals)
         if key is not None:
             seen.add(key)
@@ -157,12 +172,13 @@ def diagnose(
     *,
     replies: Sequence[str] = (),
     write_tools: Collection[str] = (),
+    expected_failures: Sequence[Goal] = (),
 ) -> Diagnosis:
     """Verdicts for every call, the tools of the goals that stayed unmet with no call aimed at them, and the false
     success claims among the agent's spoken ``replies`` (``write_tools``: the tools whose success is a booking)."""
-    verdicts = classify(goals, log, goal_tools)
+    verdicts = classify(goals, log, goal_tools, expected_failures)
     met = {g for record in log for g in record.completed_goals}
-    aimed = {v.goal for v in verdicts if v.goal is not None}
+    aimed = {v.goal for v in verdicts if v.goal is not None and v.verdict != CallClass.EXPECTED_FAILURE}
     never = [goal.name for i, goal in enumerate(goals) if i not in met and i not in aimed]
     return Diagnosis(calls=verdicts, never_attempted=never, false_claims=false_claims(replies, log, write_tools))
 
@@ -172,11 +188,17 @@ def goal_tools_of(env: Env) -> frozenset[str] | None:
     return frozenset(env.goal_tools) if env.goal_tools is not None else None
 
 
-def diagnose_conversation(
-    env: Env, goals: Sequence[Goal], log: Sequence[CallRecord], replies: Sequence[str]
-) -> Diagnosis:
-    """``diagnose`` with the environment's goal tools and write tools (``write_tools``; none when it has none)."""
-    return diagnose(goals, log, goal_tools_of(env), replies=replies, write_tools=env.write_tools)
+def diagnose_conversation(env: Env, task: Task, log: Sequence[CallRecord], replies: Sequence[str]) -> Diagnosis:
+    """``diagnose`` of ``task``'s goals with the environment's goal tools, write tools and the task's expected
+    failures."""
+    return diagnose(
+        task.goals,
+        log,
+        goal_tools_of(env),
+        replies=replies,
+        write_tools=env.write_tools,
+        expected_failures=env.expected_failures(task),
+    )
 
 
 class DiagnosticsSummary(BaseModel):
@@ -235,6 +257,7 @@ CLASS_LABELS = {
     CallClass.REPEATED: "repeated",
     CallClass.AFTER_GOAL_MET: "after goal met",
     CallClass.SUPPORT: "support",
+    CallClass.EXPECTED_FAILURE: "expected to fail",
     CallClass.MALFORMED: "malformed",
 }
 
@@ -270,15 +293,18 @@ def argument_rows(summary: DiagnosticsSummary) -> list[list[str]]:
     return [[tool, arg, _issues(counts)] for tool, arg, counts in _argument_items(summary)]
 
 
+TOOL_TABLE = ("tool calls against the goals", ("tool", "calls", "classes", "unattempted goals"))
+"""The title and columns of the per-tool table ``josh eval`` prints."""
+ARGUMENT_TABLE = ("arguments of calls with the right tool", ("tool", "argument", "issues"))
+"""The title and columns of the per-argument table ``josh eval`` prints."""
+
+
 def print_diagnostics(summary: DiagnosticsSummary | None, console: Console | None = None) -> None:
     """The per-tool and per-argument tables on the terminal (nothing when no call was made)."""
     if summary is None or (not summary.calls and not summary.never_attempted):
         return
     console = console or Console()
-    tables = (
-        ("tool calls against the goals", ["tool", "calls", "classes", "unattempted goals"], tool_rows(summary)),
-        ("arguments of calls with the right tool", ["tool", "argument", "issues"], argument_rows(summary)),
-    )
+    tables = ((*TOOL_TABLE, tool_rows(summary)), (*ARGUMENT_TABLE, argument_rows(summary)))
     for title, header, rows in tables:
         if rows:
             table = Table(title=title)

@@ -74,6 +74,9 @@ class JoshObservation(Observation):
     completed_goals: list[int] = Field(default_factory=list)
     end_reason: str | None = Field(None, description="why the episode ended (with done)")
     system_prompt: str | None = Field(None, description="the agent's system prompt (reset only)")
+    expected_failures: list[dict[str, Any]] | None = Field(
+        None, description="the calls the task says fail by design, as goal records (reset only; the diagnostics)"
+    )
     task: dict[str, Any] | None = Field(
         None, description="the task record, goals included (reset only): for scripted agents and scoring, never for "
         "the policy being trained",
@@ -174,7 +177,11 @@ class JoshEnvironment(Environment[JoshAction, JoshObservation, JoshState]):
         self.steps = 0
         observation = self._user_answers(episode)
         return observation.model_copy(
-            update={"system_prompt": env.system_prompt(task), "task": task.model_dump(mode="json")}
+            update={
+                "system_prompt": env.system_prompt(task),
+                "expected_failures": [g.model_dump(mode="json") for g in env.expected_failures(task)],
+                "task": task.model_dump(mode="json"),
+            }
         )
 
     def step(self, action: JoshAction, timeout_s: float | None = None, **kwargs: Any) -> JoshObservation:

@@ -43,7 +43,7 @@ from josh.run.diagnostics import classify, goal_tools_of
 from josh.run.step import AgentStep, agent_step
 from josh.run.user_turn import user_turn
 from josh.search.tree import Node, Tree, TreeStats, chain_messages, transcript_of
-from josh.types import Task, is_success
+from josh.types import Goal, Task, is_success
 
 
 class SearchConfig(BaseModel):
@@ -77,6 +77,7 @@ class _Search:
         self.task = task
         self.env = env
         self.goal_tools = goal_tools_of(env)
+        self._expected_failures: list[Goal] | None = None
         self.agent = agent
         self.user_sim = user_sim
         self.config = config
@@ -134,6 +135,13 @@ class _Search:
         for node in self.tree_nodes[1:]:
             node.pruned = not (node.ideal or node.partial)
 
+    def expected_failures(self) -> list[Goal]:
+        """The task's expected failures, asked once the conversation has opened (a remote environment learns them
+        from the episode's opening)."""
+        if self._expected_failures is None:
+            self._expected_failures = self.env.expected_failures(self.task)
+        return self._expected_failures
+
     async def _sample(self, leaf: _Leaf, k: int) -> AgentStep:
         """Sample ``k`` agent turns from one leaf."""
         return await agent_step(self.agent, chain_messages(self._lineage(leaf.node)), leaf.state, k)
@@ -161,7 +169,7 @@ class _Search:
             goals=new,
             ended=turn.terminated,
             errors=list(turn.errors),
-            calls=classify(self.task.goals, turn.state.log, self.goal_tools)[made:],
+            calls=classify(self.task.goals, turn.state.log, self.goal_tools, self.expected_failures())[made:],
             llm_calls=turn.llm_calls,
             prompt_tokens=turn.prompt_tokens,
             completion_tokens=turn.completion_tokens,

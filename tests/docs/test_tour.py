@@ -77,7 +77,7 @@ def test_the_model_free_walkthrough_commands_run_as_written(walked):
 
 @pytest.mark.slow
 def test_the_whole_walkthrough_runs_as_written(walked):
-    """The model commands after the model-free ones (``walked``): SmolLM2 trains one step on a ~1,900-token oracle
+    """The model commands after the model-free ones (``walked``): SmolLM2 trains one step on a ~2,000-token oracle
     row and is evaluated, as the README says; that step is most of this test's cost and is the README's to change."""
     for argv in walkthrough():
         if needs_model(argv):

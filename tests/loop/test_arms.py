@@ -70,6 +70,8 @@ def test_a_matched_random_control_trains_on_as_many_rows_as_josh(tmp_path: Path)
     random_rows = lines(round1 / "control-random" / "data" / "sft.jsonl")
     stats = json.loads((round1 / "control-random" / "data" / "extract_stats.json").read_text())
     assert 1 <= len(random_rows) == len(josh_rows) < stats["random_pool"]
+    first = {json.loads(row)["messages"][0]["content"] for row in [*josh_rows, *random_rows]}
+    assert len(first) == 1 and first != {None}  # the control trains with the policy's system prompt, as JOSH does
     warm_rows = lines(tmp_path / "scripted" / "round-0" / "warmstart" / "data" / "sft.jsonl")
     assert lines(Path(trainer.recipes[str(round1 / "control-random" / "train")].data)) == warm_rows + random_rows
     harvest = load_loop_report(tmp_path / "scripted").harvest[0]

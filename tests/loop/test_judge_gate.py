@@ -15,7 +15,7 @@ from tests.fakes.loop import RecordingTrainer, StubTrainer, builder, lines, merg
 from tests.loop.plumbing import recipe  # a small held-out evaluation: no test here reads a score
 
 LOW, HIGH = ({name: {"score": s, "why": "."} for name in ("cohesion", "backend", "policy")} for s in (1, 5))
-GATE = {"backend": "scripted", "model": None, "llm_options": {"replies": [json.dumps(LOW)] + [json.dumps(HIGH)] * 2}}
+GATE = {"backend": "scripted", "model": None, "llm_options": {"replies": [json.dumps(LOW)] + [json.dumps(HIGH)] * 5}}
 
 
 def messages(rows: list[str]) -> list[list[dict]]:

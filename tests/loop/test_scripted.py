@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from josh.agents import agent_prompt
+from josh.envs import build_env
 from josh.loop.runner import Loop
 from josh.loop.stages.manifest import read_manifest
 from josh.run.components import ComponentOptions, Components
@@ -57,8 +59,13 @@ def test_loop_runs_every_stage_and_reports(default_run: tuple[Path, StubTrainer,
     assert (run_dir / "plots" / "reward.png").stat().st_size > 1000
     assert (run_dir / "plots" / "errors.png").is_file()
     kto_rows = [json.loads(line) for line in (run_dir / "round-1" / "extract" / "kto.jsonl").read_text().splitlines()]
-    trees = [json.loads(line) for line in (run_dir / "round-1" / "rollouts" / "trees.jsonl").read_text().splitlines()]
-    assert kto_rows and all(r["tools"] == trees[0]["tools"] for r in kto_rows)  # the tools the rollout agent saw
+    tree = json.loads((run_dir / "round-1" / "rollouts" / "trees.jsonl").read_text().splitlines()[0])
+    setup = recipe(tmp_path).setup
+    env = build_env(setup.env, setup.data)
+    frame = agent_prompt(setup.agent, env, **setup.agent_options).frame(env.tasks("train")[0])
+    assert tree["system"] is None  # the stand-in policy is scripted: its trees record no prompt
+    assert kto_rows and all(r["tools"] == frame.tools for r in kto_rows)  # the tools the trained agent passes
+    assert {r["prompt"][0]["content"] for r in kto_rows} == {frame.system}  # and the prompt it is evaluated with
 
 
 def test_killed_loop_resumes_at_the_stage_it_died_in(tmp_path: Path) -> None:

@@ -275,12 +275,15 @@ def test_josh_rollout_and_extract_on_tau2_airline(tmp_path: Path) -> None:
     assert [t["task_id"] for t in trees] == [t.id for t in airline]
     searched = [t for t in trees if t["error"] is None]
     assert [t["task_id"] for t in searched] == [t.id for t in airline if t.goals]  # no gold writes: nothing to reward
-    extracted = CliRunner().invoke(app, ["extract", str(out)])
+    domain = build_env("tau2-airline", "default").system_prompt(airline[0])
+    extracted = CliRunner().invoke(app, ["extract", str(out), "--agent", "function_calling"])
     assert extracted.exit_code == 0, extracted.output
     stats = json.loads((out / "extract_stats.json").read_text())
     sft = rows(out / "sft.jsonl")
     assert stats["accepted"] == len(sft) == sum(t["reward"] == 1.0 for t in searched) >= 1
     for row in sft:
-        assert row["messages"][0]["role"] == "user" and row["tools"]  # replay has no prompt: the opening comes first
+        system = row["messages"][0]
+        assert system["role"] == "system" and row["tools"]  # replay has no prompt: function_calling's comes first
+        assert domain in system["content"]  # with the environment's own prompt
         calls = [c["function"]["name"] for m in row["messages"] for c in m.get("tool_calls") or []]
         assert calls and set(calls) <= {tool["function"]["name"] for tool in row["tools"]}

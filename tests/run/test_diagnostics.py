@@ -14,6 +14,9 @@ from josh.cli.main import app
 from josh.cli.view import render_tree
 from josh.envs.airline import AirlineEnv
 from josh.envs.taubench.user import TauScriptedUser
+from josh.envs.toolwoz.agenda import AgendaUser
+from josh.envs.toolwoz.oracle import OracleAgent
+from josh.envs.toolwoz.task import details_of
 from josh.eval.evaluate import evaluate
 from josh.run.diagnostics import (
     ArgumentIssue,
@@ -74,6 +77,22 @@ def test_every_class_in_order_of_precedence() -> None:
     assert classify(GOALS, [rec("lookup", {})])[0].verdict == CallClass.WRONG_TOOL  # no goal_tools: every tool can
 
 
+def test_a_call_the_task_says_fails_is_an_expected_failure_not_wrong_arguments() -> None:
+    probe = Goal(name="book", parameters={"name": "Acorn House", "people": 9})
+    log = [
+        rec("book", {"name": "acorn house", "people": 9}),  # the task's own failing request, argument for argument
+        rec("book", {"name": "acorn house", "people": 9}),  # asked again: repeated
+        rec("book", {"name": "acorn house", "people": 8}),  # neither the probe nor the goal
+    ]
+    diagnosis = diagnose(GOALS, log, expected_failures=[probe])
+    assert [v.verdict for v in diagnosis.calls] == [
+        CallClass.EXPECTED_FAILURE,
+        CallClass.REPEATED,
+        CallClass.WRONG_ARGUMENTS,
+    ]
+    assert "book" in diagnose(GOALS, log[:1], expected_failures=[probe]).never_attempted  # a probe is no attempt
+
+
 def test_calls_aim_at_the_closest_goal_and_unaimed_goals_are_never_attempted() -> None:
     log = [rec("cancel", {"id": "A1"}, (0,)), rec("cancel", {"id": "b2", "why": "x"})]
     diagnosis = diagnose(GOALS, log, goal_tools={"cancel", "book", "refund"})
@@ -102,6 +121,25 @@ def test_summary_counts_per_tool_and_argument() -> None:
     lines = markdown_section([("base", summary), ("empty", summarize_diagnoses([Diagnosis()]))])
     assert len([line for line in lines if line.startswith("| base")]) == 1 and not any("| empty" in x for x in lines)
     assert "book.name wrong 1, missing 1" in "\n".join(lines)
+
+
+async def test_the_oracles_fail_info_probes_are_expected_failures_on_the_mini_set(mini_env, tmp_path: Path) -> None:
+    tasks = mini_env.tasks("test")
+    summary = await evaluate(mini_env, tasks, OracleAgent(mini_env), AgendaUser(), tmp_path)
+    assert summary.diagnostics is not None and summary.average_reward.mean == 1.0
+    assert summary.diagnostics.by_class.get("expected_failure", 0) > 0
+    assert set(summary.diagnostics.by_class) == {"correct", "expected_failure"}  # a perfect agent looks perfect
+    by_id = {task.id: task for task in tasks}
+    for line in (tmp_path / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        probed = {
+            c["name"].split("_", 1)[1] for c in record["diagnosis"]["calls"] if c["verdict"] == "expected_failure"
+        }
+        goal = details_of(by_id[record["task_id"]]).goal
+        assert all(goal[domain].fail_info or goal[domain].fail_book for domain in probed)
+    console = Console(record=True, width=200)
+    print_diagnostics(summary.diagnostics, console)
+    assert "expected to fail" in console.export_text() and "wrong args" not in console.export_text()
 
 
 def airline_calls() -> list[ToolCall]:

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from josh.envs.base import ConversationState, EnvBase
 from josh.envs.openenv.server import call_action, get, name_of, opening_text, probe, tool_answer
 from josh.envs.openenv.sessions import Action, Sessions, Step
-from josh.types import CallRecord, ErrorCategory, Message, Task, ToolCall, ToolResult
+from josh.types import CallRecord, ErrorCategory, Goal, Message, Task, ToolCall, ToolResult
 
 PREFIX = "openenv:"
 EPISODES = 20
@@ -71,6 +71,7 @@ class RemoteState(ConversationState):
         without one ends the conversation at the agent's words."""
         if not transcript:
             answer = self.remote.pool.opening(self.task.id)
+            self.remote.openings.setdefault(self.task.id, answer)
             self._note(answer, ended_by_tool=False)
             text = str(answer.get("content", "")) if self.remote.server.has_user else opening_text(answer)
             return text, bool(answer["done"])
@@ -114,7 +115,8 @@ class RemoteEnv(EnvBase):
         self.episodes, self.seeds = episodes, seeds
         self._tasks: dict[str, Task] = {}
         self.pool = Sessions(self.url, self._resets, sessions)
-        self._prompts: dict[str, str] = {}
+        self.openings: dict[str, Step] = {}
+        """Each task's reset answer, the first one asked (it carries the system prompt and the expected failures)."""
 
     @property
     def replayed(self) -> int:
@@ -148,9 +150,15 @@ class RemoteEnv(EnvBase):
         return {"task_id": task_id}
 
     def system_prompt(self, task: Task) -> str:
-        if task.id not in self._prompts:
-            self._prompts[task.id] = str(self.pool.opening(task.id).get("system_prompt") or "")
-        return self._prompts[task.id]
+        if task.id not in self.openings:
+            self.openings[task.id] = self.pool.opening(task.id)
+        return str(self.openings[task.id].get("system_prompt") or "")
+
+    def expected_failures(self, task: Task) -> list[Goal]:
+        """The expected failures the server's environment sent with ``task``'s opening; none before a conversation
+        of it has opened (asking for them resets no session), and none from a server that does not say."""
+        opening = self.openings.get(task.id) or {}
+        return [Goal.model_validate(g) for g in opening.get("expected_failures") or []]
 
     def reset(self, task: Task) -> ConversationState:
         self._tasks.setdefault(task.id, task)

@@ -28,8 +28,8 @@ from josh.envs.toolwoz.impossible import WRITE_TOOLS, impossible_reward
 from josh.envs.toolwoz.policy import POLICY
 from josh.envs.toolwoz.schema import Rejection, openai_tools, validate
 from josh.envs.toolwoz.serving import FAILED_BOOKING, serve_booking, serve_search
-from josh.envs.toolwoz.task import BOOK_SLOTS
-from josh.types import CallRecord, ErrorCategory, Message, Task, ToolCall, ToolResult
+from josh.envs.toolwoz.task import BOOK_SLOTS, derive_expected_failures, details_of
+from josh.types import CallRecord, ErrorCategory, Goal, Message, Task, ToolCall, ToolResult
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +86,10 @@ class ToolWOZEnv(EnvBase):
 
     def system_prompt(self, task: Task) -> str:
         return SYSTEM_PROMPT
+
+    def expected_failures(self, task: Task) -> list[Goal]:
+        """The ``fail_info`` searches and ``fail_book`` bookings the task's user asks for before its goal."""
+        return derive_expected_failures(details_of(task))
 
     @property
     def policy(self) -> str:

@@ -70,6 +70,25 @@ def derive_goals(details: ToolWOZDetails) -> list[Goal]:
     return goals
 
 
+def derive_expected_failures(details: ToolWOZDetails) -> list[Goal]:
+    """The calls a task's user makes fail on purpose: a search with its ``fail_info`` values (over ``info``), and a
+    booking of the booked entity with its ``fail_book`` slots (over ``book``); each is tried and refused before the
+    user settles for the goal."""
+    failures: list[Goal] = []
+    for domain in details.domains:
+        spec = details.goal[domain]
+        info, fail = _clean_book(spec.info), _clean_book(spec.fail_info)
+        if fail:
+            failures.append(Goal(name=f"search_{domain}", parameters={**info, **fail}))
+        booked = details.booked.get(domain)
+        fail_book = _clean_book(spec.fail_book)
+        if domain in BOOK_SLOTS and fail_book and booked and ENTITY_KEY[domain] in booked:
+            slots = {k: v for k, v in {**_clean_book(spec.book), **fail_book}.items() if k in BOOK_SLOTS[domain]}
+            key = ENTITY_KEY[domain]
+            failures.append(Goal(name=f"book_{domain}", parameters={**slots, key: booked[key]}))
+    return failures
+
+
 def make_task(
     task_id: str,
     goal: dict[str, DomainGoal],

@@ -13,6 +13,7 @@ from josh.harvest.extract import ExtractConfig, extract
 from josh.loop.arms.base import ArmBase, LoopServices, Model, Round
 from josh.loop.recipe import LoopRecipe
 from josh.loop.stages import Stage, StageContext
+from josh.loop.stages.extraction import policy_frame
 from josh.loop.stages.manifest import Input
 from josh.util.layout import EXTRACT_STATS, rows_file
 
@@ -42,7 +43,7 @@ class UngatedExtractStage(Stage):
         return (self.folder / EXTRACT_STATS).is_file()  # written after the rows; a format with no rows has no file
 
     def run(self) -> None:
-        stats = extract(self.trees, self.folder, self.config())
+        stats = extract(self.trees, self.folder, self.config(), reframe=policy_frame(self.ctx))
         self.ctx.log(f"  {stats.sft} SFT rows without the judge gate")
 
 

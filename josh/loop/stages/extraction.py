@@ -7,12 +7,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from josh.agents import AGENTS, protocols
 from josh.eval.judge.reply import reply_judge
 from josh.eval.judge.runner import policy_of
 from josh.harvest.control import extract_random
 from josh.harvest.extract import extract, hf_token_counter
+from josh.harvest.reframe import Reframe
 from josh.loop.stages.base import Stage, StageContext
 from josh.loop.stages.manifest import Input
+from josh.loop.stages.warm_start import prompt_of
 from josh.util.layout import EXTRACT_STATS as STATS_FILE
 from josh.util.layout import rows_file
 
@@ -78,15 +81,19 @@ class ExtractStage(Stage):
         if self.control_seed is not None:
             seed, limit = self.control_seed, self.control_rows
             stats = extract_random(
-                self.trees, self.folder, spec, seed, count_tokens=count, counter_name=counter, limit=limit
-            )
+                self.trees, self.folder, spec, seed, count_tokens=count, counter_name=counter, limit=limit,
+                reframe=policy_frame(self.ctx),
+            )  # fmt: skip
             matched = f", a random {stats.sft} of {stats.random_pool} to match JOSH's rows" if stats.random_pool else ""
             self.ctx.log(f"  {stats.sft} random branches from {stats.trees} trees ({stats.trimmed} trimmed{matched})")
             return
         judge = (
             reply_judge(policy_of(self.ctx.env), spec.judge.uses_grammar, spec.judge.max_tokens) if spec.judge else None
         )
-        stats = extract(self.trees, self.folder, spec, count_tokens=count, counter_name=counter, judge=judge)
+        stats = extract(
+            self.trees, self.folder, spec, count_tokens=count, counter_name=counter, judge=judge,
+            reframe=policy_frame(self.ctx),
+        )  # fmt: skip
         self.ctx.log(
             f"  {stats.accepted}/{stats.trees} trees used ({stats.rewarded} rewarded, {stats.trimmed} trimmed): "
             f"{stats.sft} SFT, {stats.kto_desirable} good + {stats.kto_undesirable} bad KTO rows"
@@ -97,6 +104,14 @@ class ExtractStage(Stage):
                 f"  judge gate: {g.replies} replies ({g.cached} cached, {g.failed} failed), {g.removed} turns "
                 f"removed ({g.to_kto} to KTO, {g.cut} later turns cut from SFT)"
             )
+
+
+def policy_frame(ctx: StageContext) -> Reframe | None:
+    """The frame of the prompted policy agent the loop trains and evaluates, put on every tree it extracts
+    (``None`` for a scripted policy: its trees' frames are what it sees)."""
+    if AGENTS.get(ctx.recipe.setup.agent).name not in {p.name for p in protocols()}:
+        return None
+    return Reframe(prompt_of(ctx), ctx.env, [ctx.recipe.rollout.split, *ctx.env.splits])
 
 
 class TreeExtractStage(Stage):
@@ -123,7 +138,10 @@ class TreeExtractStage(Stage):
         return self.ctx.rows(self.rows)
 
     def run(self) -> None:
-        stats = extract(self.trees, self.folder, formats=("tree",), advantages=self.ctx.recipe.advantages)
+        stats = extract(
+            self.trees, self.folder, formats=("tree",), advantages=self.ctx.recipe.advantages,
+            reframe=policy_frame(self.ctx),
+        )  # fmt: skip
         self.ctx.log(
             f"  {stats.tree_rows} sibling turns from {stats.tree_groups - stats.tree_zero_groups} groups "
             f"({stats.tree_zero_groups} of {stats.tree_groups} groups had equal rewards and were skipped)"

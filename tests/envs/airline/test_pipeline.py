@@ -8,6 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from josh.cli.main import app
+from josh.envs.airline import AirlineEnv
 from josh.envs.airline.tools import TOOLS
 from tests.airline_data import write_airline
 
@@ -16,6 +17,12 @@ def invoke(*args: str) -> str:
     result = CliRunner().invoke(app, [*args, "--no-progress"] if args[0] in ("eval", "rollout") else list(args))
     assert result.exit_code == 0, result.output
     return result.output
+
+
+def airline_prompt(data: str) -> str:
+    """The airline environment's own system prompt for its first test task."""
+    env = AirlineEnv(data)
+    return env.system_prompt(env.tasks("test")[0])
 
 
 def test_replay_agent_eval_rollout_and_extract(tmp_path: Path) -> None:
@@ -31,9 +38,11 @@ def test_replay_agent_eval_rollout_and_extract(tmp_path: Path) -> None:
     by_id = {t["task_id"]: t for t in trees}
     assert by_id["airline-test-0"]["reward"] == 1.0
     assert by_id["airline-test-1"]["error"] == "task has no goals: nothing to reward"  # a lookup-only task
-    invoke("extract", str(tmp_path / "rollout"))
+    invoke("extract", str(tmp_path / "rollout"), "--agent", "function_calling")
     rows = [json.loads(line) for line in (tmp_path / "rollout" / "sft.jsonl").read_text().splitlines()]
-    assert len(rows) == 1 and rows[0]["messages"][0]["content"] == "Hi! I want to cancel reservation BBB222."
+    system, opening = rows[0]["messages"][:2]
+    assert len(rows) == 1 and opening["content"] == "Hi! I want to cancel reservation BBB222."
+    assert system["role"] == "system" and airline_prompt(data) in system["content"]  # the airline's own prompt
     calls = [c["function"]["name"] for m in rows[0]["messages"] for c in m.get("tool_calls") or ()]
     assert calls == ["get_reservation_details", "cancel_reservation"]
     assert {t["function"]["name"] for t in rows[0]["tools"]} == set(TOOLS)
