@@ -133,7 +133,7 @@ def test_an_extraction_without_pairs_writes_only_files_datasets_loads(trees, tmp
     out = tmp_path / "data"
     out.mkdir()
     (out / "dpo.jsonl").write_text('{"stale": "an earlier extraction"}\n')
-    result = _invoke("extract", str(trees), "--out", str(out), "--json")
+    result = _invoke("extract", str(trees), "--out", str(out), "--agent", "function_calling", "--json")
     assert result.exit_code == 0, result.output
     stats = json.loads(result.stdout)
     assert stats["dpo"] == 0 and stats["sft"] > 0  # the oracle's trees have no sibling to pair
