@@ -10,18 +10,18 @@ and writes files only when given a folder (``out``), except ``train``, whose res
     env = josh.make_env("toolwoz", data="mini")
     user = josh.make_user("agenda", env)
     tree = josh.search_task(env, env.tasks("train")[0], josh.make_agent("oracle", env), user, max_beam=2)
-    harvest = josh.extract([tree])
+    harvest = josh.extract([tree], agent="function_calling", env=env)  # rows in the prompt of the agent to train
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from josh.agents import AGENTS, Agent
+from josh.agents import AGENTS, Agent, agent_prompt
 from josh.core.env import Env
 from josh.core.llm import LLM, run_session
 from josh.core.user import UserSimulator
@@ -33,6 +33,7 @@ from josh.eval.evaluate import load_results
 from josh.eval.metrics import Summary
 from josh.harvest.extract import TRL_FORMATS, ExtractConfig, Extracted, extract_rows, whitespace_tokens, write_all
 from josh.harvest.extract_stats import ExtractStats
+from josh.harvest.reframe import RECORDED, Reframe, reframed
 from josh.llm.factory import make_llm as _make_llm
 from josh.run.conversation import ConversationRecord
 from josh.search.algorithm import SearchConfig
@@ -109,13 +110,35 @@ def search_task(
 
 
 def extract(
-    trees: Iterable[Tree], *, min_reward: float = 1.0, trim_at_failure: bool = False, out: str | Path | None = None
+    trees: Iterable[Tree],
+    *,
+    agent: str | None = None,
+    env: Env | None = None,
+    agent_options: Mapping[str, Any] | None = None,
+    min_reward: float = 1.0,
+    trim_at_failure: bool = False,
+    out: str | Path | None = None,
 ) -> Harvest:
     """The training rows of ``trees`` (SFT from each ideal path, KTO and DPO from the pruned siblings), as
-    ``josh extract`` makes them; with ``out``, also written there as ``sft.jsonl``, ``kto.jsonl``, ``dpo.jsonl``."""
+    ``josh extract`` makes them; with ``out``, also written there as ``sft.jsonl``, ``kto.jsonl``, ``dpo.jsonl``.
+
+    Each row starts with the system prompt, preamble and tools of the agent that will be trained: ``agent`` (a
+    prompted agent, with ``agent_options``, over ``env``, the environment the trees were searched in), else the
+    trees' own. A scripted agent's trees record none, so they need ``agent`` (or ``agent="recorded"`` to keep them
+    without a prompt), as ``josh extract --agent`` does."""
+    trees, stats = list(trees), ExtractStats()
+    if agent is not None and agent != RECORDED:
+        if env is None:
+            raise ValueError("extract(agent=...) needs env=: the environment the trees were searched in")
+        prompt = agent_prompt(agent, env, **dict(agent_options or {}))
+        trees = reframed(trees, Reframe(prompt, env, env.splits), stats)
+    elif agent is None and any(tree.nodes and not tree.system and tree.protocol is None for tree in trees):
+        raise ValueError(
+            "a scripted agent searched these trees and they record no system prompt: pass agent= (the prompted agent "
+            "to train, e.g. 'function_calling') with env=, or agent='recorded' to keep the rows without one"
+        )
     config = ExtractConfig(min_reward=min_reward, trim_at_failure=trim_at_failure)
-    stats = ExtractStats()
-    rows = extract_rows(list(trees), config, stats)
+    rows = extract_rows(trees, config, stats)
     if out is not None:
         write_all(Path(out), rows, stats, whitespace_tokens, TRL_FORMATS)
     return Harvest(rows, stats)

@@ -54,3 +54,15 @@ def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
     assert "rewards: [1.0, 1.0, 1.0, 1.0]" in done.stdout
     assert re.search(r"average reward: [0-9.]+ over 2 conversations", done.stdout)
     assert (tmp_path / "runs" / "quickstart-sft" / "adapter_config.json").is_file()
+
+
+def test_extract_frames_a_scripted_agents_rows_for_the_agent_to_train() -> None:
+    env = josh.make_env("toolwoz", data="mini")
+    user, task = josh.make_user("agenda", env), env.tasks("train")[0]
+    tree = josh.search_task(env, task, josh.make_agent("oracle", env), user, max_beam=2, max_depth=6)
+    with pytest.raises(ValueError, match="record no system prompt: pass agent="):
+        josh.extract([tree])
+    framed = josh.extract([tree], agent="function_calling", env=env).rows.sft[0]["messages"][0]
+    evaluated = josh.make_agent("function_calling", env, josh.make_llm("scripted", replies=["hi"])).frame(task).system
+    assert framed == {"role": "system", "content": evaluated}
+    assert not josh.extract([tree], agent="recorded").rows.sft[0]["messages"][0]["role"] == "system"
