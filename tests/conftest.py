@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.required import missing
+
 # Hypothesis's per-example deadline (200 ms) measures the machine, not the code: a loaded CI machine failed a
 # round-trip property at 412 ms. Every example still runs and every assertion holds; only the timing check is off.
 settings.register_profile("josh", deadline=None)
@@ -37,9 +39,10 @@ SHARED_DATA = Path(os.environ.get("JOSH_SHARED_DATA", Path(__file__).resolve().p
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The real data beside the checkout (``../shared/data``); tests that need it skip when it is absent."""
+    """The real data beside the checkout (``../shared/data``); tests that need it skip when it is absent, and fail
+    under ``CI=true`` (``tests.required``)."""
     if not SHARED_DATA.is_dir():
-        pytest.skip("../shared/data is not present")
+        missing(f"the real data is not at {SHARED_DATA} (../shared/data, or $JOSH_SHARED_DATA)")
     return SHARED_DATA
 
 
