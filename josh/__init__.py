@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from josh.util import deferred_compile
 from josh.version import __version__
-
-deferred_compile.install()  # bitsandbytes' import no longer imports torch's inductor (see the module)
 
 __all__ = [
     "__version__",

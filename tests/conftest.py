@@ -1,10 +1,11 @@
-import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tests.required import missing
 
 # Hypothesis's per-example deadline (200 ms) measures the machine, not the code: a loaded CI machine failed a
 # round-trip property at 412 ms. Every example still runs and every assertion holds; only the timing check is off.
@@ -26,20 +27,16 @@ if _WORKERS > 1:
 # at nice 0, and the SmolLM2 actor test 435 s in a loaded `make test` against 24 s. The tests' clusters run them at 0.
 os.environ.setdefault("RAY_worker_niceness", "0")
 
-# A test process holds millions of long-lived objects (τ²'s databases and tasks, torch, transformers, litellm), and
-# CPython's default thresholds run a full collection over all of them every few hundred thousand allocations: a third
-# of the CPU of the τ² tests (9 of 21 s in tests/envs/tau2/test_rewards.py). Rarer collections find the same garbage.
-gc.set_threshold(10_000, 20, 100)
-
 # ``$JOSH_SHARED_DATA`` points a worktree that is not beside ``shared/`` at the data.
 SHARED_DATA = Path(os.environ.get("JOSH_SHARED_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The real data beside the checkout (``../shared/data``); tests that need it skip when it is absent."""
+    """The real data beside the checkout (``../shared/data``); tests that need it skip when it is absent, and fail
+    under ``CI=true`` (``tests.required``)."""
     if not SHARED_DATA.is_dir():
-        pytest.skip("../shared/data is not present")
+        missing(f"the real data is not at {SHARED_DATA} (../shared/data, or $JOSH_SHARED_DATA)")
     return SHARED_DATA
 
 
@@ -89,76 +86,19 @@ def paper_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return paper_package.paper_wheel()
 
 
-# Modules that pay the same large per-process setup run on one xdist worker, as one unit of --dist loadscope: τ²'s
-# evaluator (3.3 s of imports, litellm's among them) with its domains' databases and tasks, which josh and the tests
-# load once per process; OpenEnv's server stack (3.7 s of imports, gradio's among them). Split over two workers,
-# both paid for each.
-SHARED_SETUP = {
-    "tau2": (
-        "tests/envs/tau2/",
-        "tests/loop/test_tau2.py",
-        "tests/eval/test_tau2_export.py",
-        "tests/users/test_tau2.py",
-    ),
-    "openenv": ("tests/envs/openenv/", "tests/run/test_openenv_server.py", "tests/run/test_trl_env.py"),
-}
+# How the suite shares out over pytest-xdist's workers (`make test`: --dist loadscope --no-loadscope-reorder, both
+# xdist options). A test module is one unit, run on one worker, so its fixtures (a trained adapter, a served model, a
+# Ray cluster) are built once. xdist hands the units out in collection order, which the hook below makes: the modules
+# with a model-loading (slow) test first, so that no worker is left running one of them alone at the end while the
+# other idles; the many short modules after them even out the end of the run. (xdist's `loadgroup` would also let
+# modules that share a setup run as one unit, but under pytest 9.2 it silently groups nothing:
+# pytest-dev/pytest-xdist#1386.)
 
 
-# The longest scopes of `make test`, longest first (test seconds summed, 2026-11-29): handed out before all others, so
-# that no worker is left running one of them alone at the end while the other idles. xdist's own order puts the
-# scopes with the most tests first, which put these modules of a few slow tests last. Only an order: a stale entry
-# costs balance, never a test.
-LONGEST_FIRST = (
-    "tests/cli/test_serve_real.py",  # ~160 s
-    "tests/training/test_sharded.py",  # ~70 s
-    "tests/loop/test_smollm2.py",  # ~65 s
-    "tau2",  # ~60 s
-    "tests/benchmarks/test_gpu_check_hf.py",  # ~60 s
-    "tests/docs/test_tour.py",  # ~55 s
-    "openenv",  # ~45 s
-    "tests/envs/toolwoz/test_paper_reference.py",  # ~40 s, the paper install among it (test_paper_data waits for it)
-    "tests/search/test_distributed.py",  # ~35 s
-    "tests/training/test_ddp.py",  # ~30 s
-    "tests/training/test_runs.py",  # ~30 s
-    "tests/training/test_recipes.py",  # ~27 s
-    "tests/llm/test_hf.py",  # ~24 s
-    "tests/loop/test_kto_smollm2.py",  # ~22 s
-    "tests/users/test_device_smollm2.py",  # ~20 s
-    "tests/loop/test_launched.py",  # ~20 s
-    "tests/envs/toolwoz/test_paper_data.py",  # ~15 s once the install is there
-    "tests/training/test_ray_launch_configs.py",  # ~16 s
-    "tests/training/test_grpo.py",  # ~14 s
-)
-
-
-@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: pytest without it runs the suite in one process
-def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """``--dist loadscope`` with the modules of each ``SHARED_SETUP`` group as one scope and the ``LONGEST_FIRST``
-    scopes handed out first; other modes as they are."""
-    if config.getoption("dist") != "loadscope":
-        return None
-    from collections import OrderedDict
-
-    from xdist.scheduler import LoadScopeScheduling
-
-    def rank(scope: str) -> int:
-        module = scope.split("::")[0]  # a test class is a scope of its own
-        return next((i for i, name in enumerate(LONGEST_FIRST) if module == name), len(LONGEST_FIRST))
-
-    class SharedSetupScheduling(LoadScopeScheduling):
-        ordered = False
-
-        def _split_scope(self, nodeid: str) -> str:
-            scope = super()._split_scope(nodeid)
-            return next((group for group, paths in SHARED_SETUP.items() if scope.startswith(paths)), scope)
-
-        def _assign_work_unit(self, node) -> None:
-            if not self.ordered:  # the queue is complete at the first assignment; sorted() keeps xdist's order after
-                self.workqueue = OrderedDict(sorted(self.workqueue.items(), key=lambda unit: rank(unit[0])))
-                self.ordered = True
-            super()._assign_work_unit(node)
-
-    return SharedSetupScheduling(config, log)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The modules with a test marked ``slow`` first, each module's tests together and in their order."""
+    slow_modules = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow_modules)
 
 
 # The suite's cost, printed at the end of every run (CI's log shows the next test that breaks the budget):

@@ -5,9 +5,8 @@ the arena) turns any answer into a parsed value or its own counted failure, neve
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -105,13 +104,12 @@ def test_non_finite_and_huge_scores_are_judge_output_errors() -> None:
         raise AssertionError(f"{value[:20]} was accepted as a score")
 
 
-def test_thousands_of_braces_are_read_quickly() -> None:
+def test_thousands_of_braces_are_judge_output_errors() -> None:
+    """Nesting far past the recursion limit is refused as a judge output error, not a RecursionError."""
     for text in ('{"a":' * 10_000, "{" * 20_000, "[" * 10_000 + "{" * 10_000):
-        start = time.perf_counter()
         for parse in (lambda t: parse_judgement(t, list(DIMENSIONS)), parse_verdict):
-            with contextlib.suppress(JudgeOutputError):
+            with pytest.raises(JudgeOutputError):
                 parse(text)
-        assert time.perf_counter() - start < 2.0
 
 
 def _guide_task() -> Task:

@@ -9,7 +9,6 @@ from typing import Any
 
 from josh.training.data import to_dataset
 from josh.training.launch import uses_configured_state
-from josh.training.memory import lean_loss_head
 from josh.training.model import lora_config
 from josh.training.recipe import RecipeError, TrainRecipe
 
@@ -100,8 +99,7 @@ def trl_trainer(
     callbacks: list, *, peft: bool = True,
 ) -> Any:  # fmt: skip
     """A TRL ``trainer`` class built on ``rows`` with the recipe's fresh LoRA adapter (``peft=False``: the model
-    already carries the adapter it trains), after switching on the lean loss head."""
-    lean_loss_head()
+    already carries the adapter it trains)."""
     return trainer(
         model=model,
         args=args,

@@ -19,6 +19,7 @@ from typing import Any
 from josh.training import data as data_mod
 from josh.training.config import check_liger_kernel, check_report_to, optimizer_steps, with_min_steps
 from josh.training.launch import process_state
+from josh.training.memory import lean_loss_head
 from josh.training.model import load_model, load_tokenizer, model_path
 from josh.training.recipe import RecipeError, TrainRecipe
 from josh.training.reporting import quiet_trainer, write_model_card
@@ -169,7 +170,8 @@ def train(recipe: TrainRecipe, *, resume: bool = False, source: str | None = Non
             recipe, rows, load_model(recipe), tokenizer, run_dir, [callback]
         )
         quiet_trainer(trainer, run_dir / TRAIN_LOG, progress=progress)
-        result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        with lean_loss_head():
+            result = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         gather_for_final_save(trainer)
         trainer.save_model(str(run_dir))
     if main:

@@ -21,7 +21,6 @@ from typing import Any
 
 from josh.training.config import base_arguments
 from josh.training.data import DatasetError, to_dataset
-from josh.training.memory import lean_loss_head
 from josh.training.model import lora_config
 from josh.training.recipe import TrainRecipe
 
@@ -89,7 +88,6 @@ def build_trainer(
     from trl import SFTConfig
 
     args = SFTConfig(**base_arguments(recipe, output_dir), assistant_only_loss=True, completion_only_loss=True)
-    lean_loss_head()
     return advantage_trainer_class()(
         model=model,
         args=args,

@@ -3,12 +3,13 @@
 Inside ``noise_to(path)`` everything written to ``sys.stderr`` is appended to ``path`` instead: library warnings
 (``FutureWarning``, the ``pin_memory`` notice), logging records (transformers, TRL, Ray's token notice, josh's own
 warnings) and the progress bars of datasets, transformers and huggingface_hub. josh's own progress (rich bars on
-stdout, ``terminal()`` for the trainer's bar) still reaches the terminal. ``sys.stderr`` is replaced once by a
-router that forwards to the real stream outside such blocks, so a logging handler created inside a block (e.g.
-Ray's, at ``import ray``) keeps working after it. Blocks nest; with ``josh --verbose`` nothing is redirected.
+stdout, ``terminal()`` for the trainer's bar) still reaches the terminal. ``sys.stderr`` is replaced by a router for
+the outermost block and is the original object again after it; the router forwards to the real stream outside
+blocks, so a logging handler created inside one (e.g. Ray's, at ``import ray``) keeps working after it. Blocks nest;
+with ``josh --verbose`` nothing is redirected.
 
 A few libraries log to standard output (DeepSpeed's logger, whose first record on a machine without a GPU is
-"Setting accelerator to CPU"): their records are sent to standard error, and so into the log, instead.
+"Setting accelerator to CPU"): inside a block their records are sent to standard error, and so into the log.
 """
 
 from __future__ import annotations
@@ -86,19 +87,27 @@ class _ToStderr(logging.Filter):
         return False
 
 
-def _stdout_loggers_to_stderr() -> None:
-    """Filters survive a library's later logger setup, so this works before the library is imported."""
+@contextmanager
+def _routed() -> Iterator[_Router]:
+    """``sys.stderr`` replaced by a router for the outermost block and put back after it, and the ``STDOUT_LOGGERS``
+    filtered into it meanwhile (filters survive a library's later logger setup, so this works before the library is
+    imported). A handler that took the router as its stream keeps writing through it to the real stream."""
+    installed = not isinstance(sys.stderr, _Router)
+    router = _Router(sys.stderr) if installed else sys.stderr
+    sys.stderr = router
+    added = []
     for name in STDOUT_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _ToStderr) for f in logger.filters):
-            logger.addFilter(_ToStderr())
-
-
-def _router() -> _Router:
-    _stdout_loggers_to_stderr()
-    if not isinstance(sys.stderr, _Router):
-        sys.stderr = _Router(sys.stderr)
-    return sys.stderr
+            added.append((logger, _ToStderr()))
+            logger.addFilter(added[-1][1])
+    try:
+        yield router
+    finally:
+        for logger, stdout_filter in added:
+            logger.removeFilter(stdout_filter)
+        if installed and sys.stderr is router:
+            sys.stderr = router.real
 
 
 def terminal() -> IO[str]:
@@ -115,8 +124,7 @@ def noise_to(path: str | Path | None) -> Iterator[Path | None]:
         return
     log = Path(path)
     log.parent.mkdir(parents=True, exist_ok=True)
-    router = _router()
-    with log.open("a", encoding="utf-8", buffering=1) as handle:
+    with _routed() as router, log.open("a", encoding="utf-8", buffering=1) as handle:
         handle.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(sys.argv[1:])}\n")
         router.targets.append(handle)
         try:

@@ -1,5 +1,5 @@
 """The ``josh serve`` server of SmolLM2 that ``test_serve_real.py`` and ``test_judge_serve_real.py`` share: one
-process start (model load) per worker instead of one per module when xdist's loadscope runs both on one worker."""
+process start (model load) per worker instead of one per module when xdist runs both on one worker."""
 
 from __future__ import annotations
 

@@ -4,13 +4,13 @@
 Each episode (``reset(seed=...)``) draws a target (3 or 5) from its seed and says so in the reset observation's
 metadata; ``add(n)`` adds to a running total; ``submit()`` ends the episode with reward 1.0 when the total is the
 target, else 0.0. ``add`` also pays 0.1 per call, so a conversation that ends before ``submit`` has step rewards.
-``add`` sleeps ``counter_rules.DELAY`` seconds and records when it ran in ``counter_rules.ADDS`` (a slow server: the concurrency test sees
-conversations overlap).
+``add`` waits at ``counter_rules.TOGETHER`` when it is set and records in ``counter_rules.ADDS`` whether the other calls
+came while it waited (the concurrency test's proof that conversations are in flight at once).
 """
 
 from __future__ import annotations
 
-import time
+import threading
 from typing import Any
 
 from fastapi import FastAPI
@@ -35,9 +35,13 @@ class CounterEnvironment(MCPEnvironment):
         @mcp.tool
         def add(n: int) -> int:
             """Add n to the running total; returns the total."""
-            start = time.monotonic()
-            time.sleep(counter_rules.DELAY)
-            counter_rules.ADDS.append((start, time.monotonic()))
+            met = True
+            if counter_rules.TOGETHER is not None:
+                try:
+                    counter_rules.TOGETHER.wait()
+                except threading.BrokenBarrierError:
+                    met = False
+            counter_rules.ADDS.append(met)
             self.total += n
             return self.total
 

@@ -4,12 +4,13 @@ importing OpenEnv's server stack at collection."""
 from __future__ import annotations
 
 import random
+import threading
 
-DELAY = 0.0
-"""Seconds each ``add`` call sleeps (a slow server)."""
+TOGETHER: threading.Barrier | None = None
+"""When set, each ``add`` call waits there for the others' (calls that can only finish while in flight at once)."""
 STEP_REWARD = 0.1
-ADDS: list[tuple[float, float]] = []
-"""(start, end) of every ``add`` call, in ``time.monotonic`` seconds."""
+ADDS: list[bool] = []
+"""Whether each ``add`` call met the others at ``TOGETHER`` (False: the barrier timed out or broke)."""
 
 
 def target(seed: int | None) -> int:

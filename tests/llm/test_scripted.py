@@ -1,5 +1,4 @@
 import asyncio
-import time
 
 import pytest
 from hypothesis import given
@@ -12,24 +11,39 @@ from josh.llm.scripted import ScriptedLLM, count_tokens
 from josh.types import ToolCall, assistant, system, user
 
 
-async def test_latency_overlaps_for_concurrent_requests():
-    """Twenty requests of 100 ms overlap: every one is awaiting its latency before the first returns. Checked by the
-    count in flight, not by a wall-clock bound (that measured the machine: 0.506 s once beside a served model)."""
+def awaited_latencies(monkeypatch: pytest.MonkeyPatch, llm: ScriptedLLM) -> list[tuple[float, int]]:
+    """Each latency ``llm`` awaits, with its requests in flight as it starts awaiting it."""
+    awaited: list[tuple[float, int]] = []
+    sleep = asyncio.sleep
+
+    async def recorded(seconds: float) -> None:
+        awaited.append((seconds, llm.in_flight))
+        await sleep(seconds)
+
+    monkeypatch.setattr(asyncio, "sleep", recorded)
+    return awaited
+
+
+async def test_latency_overlaps_for_concurrent_requests(monkeypatch):
+    """Twenty requests of 100 ms overlap: every one is awaiting its latency before the first returns (checked by the
+    count in flight, not by a wall-clock bound, which measures the machine)."""
     llm = ScriptedLLM(["ok"], latency_s=0.1)
-    start = time.perf_counter()
+    latencies = awaited_latencies(monkeypatch, llm)
     await asyncio.gather(*(llm.chat([user(f"q{i}")]) for i in range(20)))
+    assert latencies == [(0.1, i) for i in range(1, 21)]
     assert llm.peak_in_flight == 20
     assert llm.in_flight == 0
-    assert time.perf_counter() - start >= 0.1, "the latency was not awaited"
 
 
-async def test_concurrency_limit_serialises_requests():
+async def test_concurrency_limit_serialises_requests(monkeypatch):
+    """Six requests, two at a time: each awaits its latency with at most two in flight."""
     llm = ScriptedLLM(["ok"], latency_s=0.05, max_concurrency=2)
-    start = time.perf_counter()
+    latencies = awaited_latencies(monkeypatch, llm)
     await asyncio.gather(*(llm.chat([user("q")]) for i in range(6)))
-    elapsed = time.perf_counter() - start
+    assert [seconds for seconds, _ in latencies] == [0.05] * 6
+    assert max(in_flight for _, in_flight in latencies) == 2
     assert llm.peak_in_flight == 2
-    assert elapsed >= 0.05 * 3 * 0.9
+    assert llm.in_flight == 0
 
 
 async def test_n_samples_call_policy_with_sample_index():

@@ -17,15 +17,28 @@ from tests.fakes.conversation import CallingAgent, CountingUser, FakeEnv, make_t
 from tests.fakes.process import start_josh
 
 
-class SlowAgent(CallingAgent):
-    """Takes ``delay`` seconds per turn and sends this process SIGTERM once ``after`` turns were taken."""
+class Clock:
+    """A stand-in for ``time`` whose ``perf_counter`` moves only when a ``SlowAgent`` takes a turn."""
 
-    def __init__(self, delay: float, after: int | None = None) -> None:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+class SlowAgent(CallingAgent):
+    """Takes ``delay`` seconds per turn (on ``clock`` too, when given) and sends this process SIGTERM once ``after``
+    turns were taken."""
+
+    def __init__(self, delay: float, after: int | None = None, clock: Clock | None = None) -> None:
         super().__init__()
-        self.delay, self.after, self.turns = delay, after, 0
+        self.delay, self.after, self.turns, self.clock = delay, after, 0, clock
 
     async def turn(self, history, state, *, n=1):
         await asyncio.sleep(self.delay)
+        if self.clock is not None:
+            self.clock.now += self.delay
         self.turns += 1
         if self.turns == self.after:
             os.kill(os.getpid(), signal.SIGTERM)
@@ -41,19 +54,27 @@ def sigterm_guard():
     signal.signal(signal.SIGTERM, previous)
 
 
-async def test_sigterm_during_eval_writes_the_summary_and_resume_adds_up_the_time(tmp_path, sigterm_guard):
+async def test_sigterm_during_eval_writes_the_summary_and_resume_adds_up_the_time(tmp_path, sigterm_guard, monkeypatch):
+    """The sessions' wall time is read from a clock that moves 0.05 s per agent turn: the interrupted session's time is
+    its turns', and the resumed run's total is every turn's of both sessions."""
+    import josh.run.resumable
+
+    clock = Clock()
+    monkeypatch.setattr(josh.run.resumable, "time", clock)
     tasks = make_tasks(6)
+    interrupted = SlowAgent(0.05, after=3, clock=clock)
     with pytest.raises(KeyboardInterrupt):
-        await evaluate(FakeEnv(), tasks, SlowAgent(0.05, after=3), CountingUser(1), tmp_path, concurrency=1)
+        await evaluate(FakeEnv(), tasks, interrupted, CountingUser(1), tmp_path, concurrency=1)
     assert not sigterm_guard
     first = json.loads((tmp_path / "summary.json").read_text())
     lines = (tmp_path / "results.jsonl").read_text().splitlines()
     assert 2 <= first["conversations"] == len(lines) < 6
     assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL  # the guard is back in place
-    time.sleep(0.01)
-    summary = await evaluate(FakeEnv(), tasks, SlowAgent(0.05), CountingUser(1), tmp_path, concurrency=1)
-    assert summary.conversations == 6
-    assert summary.wall_s > first["wall_s"] + 0.05 * (6 - len(lines)) * 0.9
+    assert first["wall_s"] == pytest.approx(0.05 * interrupted.turns)
+    resumed = SlowAgent(0.05, clock=clock)
+    summary = await evaluate(FakeEnv(), tasks, resumed, CountingUser(1), tmp_path, concurrency=1)
+    assert summary.conversations == 6 and resumed.turns > 0
+    assert summary.wall_s == pytest.approx(0.05 * (interrupted.turns + resumed.turns))
 
 
 async def test_sigterm_during_rollout_writes_stats_and_resume_adds_up_the_time(tmp_path, sigterm_guard):

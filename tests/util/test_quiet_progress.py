@@ -95,3 +95,22 @@ def test_stage_progress_is_live_on_a_terminal_and_lines_elsewhere():
     live = stage_progress(TextColumn("x"), console=Console(file=io.StringIO(), force_terminal=True))
     assert not isinstance(live, LineProgress)
     assert stage_progress(TextColumn("x"), enabled=False).disable
+
+
+def test_stderr_and_the_stdout_loggers_are_as_they_were_after_a_josh_command(tmp_path, capsys):
+    """``josh eval`` called in this process (not through ``CliRunner``, which would put its own streams back) leaves
+    ``sys.stderr`` the very object it found and no filter on DeepSpeed's logger; its library noise went to its log."""
+    import logging
+
+    from josh.cli.main import app
+
+    stderr, filters = sys.stderr, list(logging.getLogger("DeepSpeed").filters)
+    args = ["eval", "--agent", "oracle", "--user", "agenda", "--limit", "1", "--no-progress", "--out", str(tmp_path)]
+    try:
+        app(args, standalone_mode=False)
+    finally:
+        leaked = sys.stderr
+        sys.stderr = stderr
+    assert leaked is stderr
+    assert logging.getLogger("DeepSpeed").filters == filters
+    assert (tmp_path / "results.jsonl").is_file() and list(tmp_path.glob("*.log"))

@@ -16,7 +16,6 @@ simulator's turns, cannot run josh's ReACT or ACT text protocols, and parses cal
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -40,11 +39,11 @@ from josh.training.grpo.rollout import (
     run_batch,
     tally,
 )
-from josh.training.grpo.vllm import vllm_arguments
-from josh.training.memory import lean_loss_head
+from josh.training.grpo.vllm import colocated_cpu_engine, vllm_arguments
 from josh.training.model import load_tokenizer, lora_config
 from josh.training.recipe import RecipeError, TrainRecipe
 from josh.users import USERS
+from josh.util.patching import env_default
 
 NOT_IN_GRPO_CONFIG = ("max_length", "dataset_num_proc")
 
@@ -226,19 +225,19 @@ def build_trainer(
 ) -> Any:
     from trl import GRPOConfig, GRPOTrainer
 
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL; josh pins TRL
     rollout = ConversationRollout(recipe, tokenizer)
-    lean_loss_head()
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=[environment_reward],
-        args=GRPOConfig(**grpo_arguments(recipe, output_dir)),
-        train_dataset=to_dataset(rows),
-        processing_class=tokenizer,
-        peft_config=None if recipe.model.adapter else lora_config(recipe.lora),
-        callbacks=callbacks,
-        rollout_func=rollout,
-    )
+    # rollout_func is experimental in TRL (a notice at the trainer's build); josh pins TRL
+    with env_default("TRL_EXPERIMENTAL_SILENCE", "1"), colocated_cpu_engine(recipe):
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=[environment_reward],
+            args=GRPOConfig(**grpo_arguments(recipe, output_dir)),
+            train_dataset=to_dataset(rows),
+            processing_class=tokenizer,
+            peft_config=None if recipe.model.adapter else lora_config(recipe.lora),
+            callbacks=callbacks,
+            rollout_func=rollout,
+        )
     trainer.josh_rollouts = rollout.stats
     trainer.add_callback(rollout_ledger(rollout.stats, lambda n: summed(trainer.accelerator, n)))
     return trainer

@@ -13,7 +13,8 @@ off (``vllm_importance_sampling_correction=False``); TRL recomputes the old logp
 ``hf`` generation.
 
 On vLLM's CPU build TRL's engine starts as josh's own CPU engines do (``josh.llm.vllm.engine_args``), which TRL has no
-setting for: in float32, and eager (``cpu_engine_defaults``). The model's stored bfloat16 runs emulated on CPUs
+setting for: in float32, and eager (``cpu_engine_defaults``, in effect while ``colocated_cpu_engine`` wraps the
+trainer's build, on the versions it was written for). The model's stored bfloat16 runs emulated on CPUs
 without AVX-512 BF16 (on an AVX2 EPYC the engine's 4,096-token memory-profiling pass alone took about a minute), and
 torch.compile of the model took about another minute on 2 cores before the first rollout; float32 is also the dtype
 the tiny recipes' policy trains in, so the rollouts are the policy's own numerics.
@@ -31,14 +32,18 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
 
 from josh.llm.config import VLLMConfig
 from josh.llm.vllm import VLLMLLM, engine_args
 from josh.llm.vllm_engine import BatchedEngine
 from josh.training.recipe import RecipeError, TrainRecipe
+from josh.util.patching import installed_within, replaced
 
+VLLM_VERSIONS = ">=0.32,<0.33"  # the CPU build the engine patch was written against (constraints-vllm-cpu.txt)
+TRL_VERSIONS = ">=1.16,<1.17"  # the TRL whose colocated ``LLM(...)`` call the CPU defaults wrap (constraints.txt)
 CPU_KV_CACHE_GIB = "2"  # VLLM_CPU_KVCACHE_SPACE for the colocated engine when the user has not set it
 INSTALL = (
     "make vllm-env for vLLM's CPU build, or pip install 'josh-agents[vllm]' -c constraints-gpu.txt on a CUDA machine"
@@ -57,11 +62,6 @@ def vllm_arguments(recipe: TrainRecipe) -> dict[str, Any]:
     if spec.generation != "vllm":
         return {}
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)  # read by the engine on vLLM's CPU build
-    from vllm.platforms import current_platform
-
-    if current_platform.is_cpu():  # a GPU engine is TRL's as it is
-        reloadable_cpu_weights()
-        cpu_engine_defaults()
     return {
         "use_vllm": True,
         "vllm_mode": "colocate",
@@ -72,49 +72,70 @@ def vllm_arguments(recipe: TrainRecipe) -> dict[str, Any]:
     }
 
 
-def replace_once(module: Any, name: str, wrap: Callable[[Any], Any]) -> None:
-    """Put ``wrap(original)`` in place of ``module.name``, once per process (a second call finds it wrapped)."""
-    original = getattr(module, name)
-    if getattr(original, "wrapped_by_josh", False):
+@contextmanager
+def colocated_cpu_engine(recipe: TrainRecipe) -> Iterator[None]:
+    """Around the build of TRL's trainer (which starts the colocated engine): on vLLM's CPU build, the engine starts
+    with josh's CPU settings and keeps its weights reloadable (see the module's docstring); vLLM and TRL as they are
+    again after the block. Nothing changes with ``generation: hf`` or on a GPU."""
+    if recipe.grpo.generation != "vllm":
+        yield
         return
-    replacement = wrap(original)
-    replacement.wrapped_by_josh = True
-    setattr(module, name, replacement)
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():  # a GPU engine is TRL's as it is
+        yield
+        return
+    with ExitStack() as patches:
+        if installed_within(
+            VLLM_VERSIONS, "vllm", "vllm-cpu",
+            change="reloadable CPU weights for TRL's colocated engine",
+            otherwise="on CPUs where vLLM packs linear weights for oneDNN, TRL's first weight sync fails "
+            "('Parameter' object has no attribute 'weight_loader')",
+        ):  # fmt: skip
+            patches.enter_context(reloadable_cpu_weights())
+        if installed_within(
+            TRL_VERSIONS, "trl",
+            change="josh's CPU engine settings (float32, eager) for TRL's colocated engine",
+            otherwise="TRL's engine computes in the model's stored dtype and compiles the model before its first "
+            "rollout (minutes on a small CPU)",
+        ):  # fmt: skip
+            patches.enter_context(cpu_engine_defaults())
+        yield
 
 
-def reloadable_cpu_weights() -> None:
-    """Have the CPU engine about to be built keep its linear weights reloadable in place (see the module's
-    docstring). Idempotent."""
+def reloadable_cpu_weights() -> AbstractContextManager[Any]:
+    """Inside the block, a CPU engine being built keeps its linear weights reloadable in place (see the module's
+    docstring). No upstream issue: vLLM packs the weights for inference and TRL's in-place sync assumes they stay
+    parameters; vLLM's own fallback where oneDNN is missing is the plain ``linear`` used here."""
     import torch
     import vllm.model_executor.layers.utils as layer_utils
 
-    def wrap(packing: Callable[[Any, bool], None]) -> Callable[[Any, bool], None]:
-        def keep_weights(layer: Any, remove_weight: bool) -> None:
-            if layer.weight.is_meta or layer.weight.ndim != 2:
-                packing(layer, remove_weight)
-                return
-            layer.cpu_linear = torch.nn.functional.linear  # reads the layer's current weight at every call
+    packing = layer_utils.dispatch_cpu_unquantized_gemm
 
-        return keep_weights
+    def keep_weights(layer: Any, remove_weight: bool) -> None:
+        if layer.weight.is_meta or layer.weight.ndim != 2:
+            packing(layer, remove_weight)
+            return
+        layer.cpu_linear = torch.nn.functional.linear  # reads the layer's current weight at every call
 
-    replace_once(layer_utils, "dispatch_cpu_unquantized_gemm", wrap)
+    return replaced(layer_utils, "dispatch_cpu_unquantized_gemm", keep_weights)
 
 
-def cpu_engine_defaults() -> None:
-    """Have TRL start its colocated CPU engine with the dtype and eager mode of josh's own CPU engines
-    (``engine_args``) unless told otherwise (see the module's docstring). Idempotent."""
+def cpu_engine_defaults() -> AbstractContextManager[Any]:
+    """Inside the block, TRL starts its colocated CPU engine with the dtype and eager mode of josh's own CPU engines
+    (``engine_args``) unless told otherwise (see the module's docstring). TRL passes its colocated ``LLM`` no
+    dtype or ``enforce_eager`` and has no setting for other constructor arguments: huggingface/trl#6776 (a
+    ``vllm_llm_kwargs`` passthrough is proposed in huggingface/trl#6816)."""
     import trl.generation.vllm_generation as generation
 
     cpu = engine_args(VLLMConfig(model=""), "", "cpu", lora=False)
     defaults = {key: cpu[key] for key in ("dtype", "enforce_eager")}
+    build = generation.LLM
 
-    def wrap(build: Callable[..., Any]) -> Callable[..., Any]:
-        def cpu_llm(*args: Any, **kwargs: Any) -> Any:
-            return build(*args, **{**defaults, **kwargs})
+    def cpu_llm(*args: Any, **kwargs: Any) -> Any:
+        return build(*args, **{**defaults, **kwargs})
 
-        return cpu_llm
-
-    replace_once(generation, "LLM", wrap)
+    return replaced(generation, "LLM", cpu_llm)
 
 
 def colocated_backend(llm: Any, max_batch_size: int) -> Any:

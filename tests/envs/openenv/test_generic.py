@@ -118,15 +118,16 @@ def test_a_bad_call_is_that_calls_error(url):
 
 
 def test_conversations_wait_on_the_server_at_the_same_time(url, tmp_path, monkeypatch):
-    """Each ``add`` takes 0.4 s on the server; two conversations' adds overlap in time (the server calls run off the
-    event loop), where run one after the other they could not."""
-    monkeypatch.setattr(counter_rules, "DELAY", 0.4)
+    """Each ``add`` on the server returns only once the other conversation's ``add`` has arrived too: both return
+    (the server calls run off the event loop, two in flight at once), where one after the other the first would wait
+    out the barrier's timeout and both would fail to meet."""
+    import threading
+
+    monkeypatch.setattr(counter_rules, "TOGETHER", threading.Barrier(2, timeout=60))
     counter_rules.ADDS.clear()
     josh("eval", "--env", f"openenv:{url}", "--agent", "replay", "--agent-option", ADD_3_AND_SUBMIT,
          "--limit", "2", "--out", str(tmp_path))  # fmt: skip
-    assert len(counter_rules.ADDS) == 2 and len(rows(tmp_path / "results.jsonl")) == 2
-    (first_start, first_end), (second_start, second_end) = sorted(counter_rules.ADDS)
-    assert second_start < first_end
+    assert counter_rules.ADDS == [True, True] and len(rows(tmp_path / "results.jsonl")) == 2
 
 
 def test_a_task_list_josh_cannot_read_is_one_line():

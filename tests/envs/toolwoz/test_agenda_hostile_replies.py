@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -65,13 +64,12 @@ SHAPES = {
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_64k_replies_do_not_stall_the_user(shape):
-    """A hang guard, not a benchmark: this took 16.8 s per reply before (benchmarks/fuzz_outputs.py times it)."""
+    """The agenda user answers a 64 KB agent reply of each shape with a turn of its own (such replies once took 16.8 s
+    each: ``benchmarks/fuzz_outputs.py`` times the agenda user on hostile replies up to 64 KB)."""
     env = build_env("toolwoz", "mini")
     task = env.tasks("test")[0]
     agenda = AgendaUser()
     opening = agenda.respond(task, [])
     reply = (SHAPES[shape] * (65_536 // len(SHAPES[shape]) + 1))[:65_536]
-    start = time.perf_counter()
     said = agenda.respond(task, [user(opening.text), assistant(reply)] * 3)
-    assert said.text
-    assert time.perf_counter() - start < 3.0
+    assert said.text and said.text != reply and len(said.text) < 2_000

@@ -6,9 +6,8 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
 from josh.envs.toolwoz.data import SHIPPED_MINI, load_toolwoz
+from josh.envs.toolwoz.env import ToolWOZEnv
 from josh.envs.toolwoz.generator import check_task, load_db
 from josh.envs.toolwoz.mini import SPLIT_SIZES, write_mini
 from josh.types import ToolCall
@@ -64,9 +63,8 @@ def test_db_has_the_real_multiwoz_columns(shared_data):
 
 
 def test_goal_calls_complete_every_goal_in_the_env():
-    env_module = pytest.importorskip("josh.envs.toolwoz.env")
     data = load_toolwoz("mini")
-    env = env_module.ToolWOZEnv(data.db_dir, tasks=data.splits)
+    env = ToolWOZEnv(data.db_dir, tasks=data.splits)
     for task in env.tasks("test"):
         state = env.reset(task)
         for goal in task.goals:
@@ -75,9 +73,8 @@ def test_goal_calls_complete_every_goal_in_the_env():
 
 
 def test_fail_info_searches_find_nothing_in_the_env():
-    env_module = pytest.importorskip("josh.envs.toolwoz.env")
     data = load_toolwoz("mini")
-    env = env_module.ToolWOZEnv(data.db_dir, tasks=data.splits)
+    env = ToolWOZEnv(data.db_dir, tasks=data.splits)
     checked = 0
     for task in data.splits["train"]:
         for domain, spec in task.details["goal"].items():
