@@ -65,4 +65,4 @@ def test_extract_frames_a_scripted_agents_rows_for_the_agent_to_train() -> None:
     framed = josh.extract([tree], agent="function_calling", env=env).rows.sft[0]["messages"][0]
     evaluated = josh.make_agent("function_calling", env, josh.make_llm("scripted", replies=["hi"])).frame(task).system
     assert framed == {"role": "system", "content": evaluated}
-    assert not josh.extract([tree], agent="recorded").rows.sft[0]["messages"][0]["role"] == "system"
+    assert josh.extract([tree], agent="recorded").rows.sft[0]["messages"][0]["role"] != "system"
