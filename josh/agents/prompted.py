@@ -19,7 +19,7 @@ from josh.agents.prompting import ToolListing, examples, render
 from josh.agents.protocol import AgentProtocol
 from josh.core.agent import AgentTurn, PromptFrame
 from josh.core.env import ConversationState, Env, call_tool
-from josh.core.llm import LLM, Completion, LLMError, Sampling
+from josh.core.llm import LLM, Completion, ContextLengthError, LLMError, Sampling
 from josh.core.parsing import ReadCall
 from josh.types import ErrorCategory, Message, Task, ToolResult, call_id, system
 
@@ -130,6 +130,8 @@ class PromptedAgent(AgentPrompt):
         prompt = self.prompt(history, state.task)
         try:
             first = list(await self.llm.chat(prompt, tools=self.llm_tools, n=n, sampling=self.sampling))
+        except ContextLengthError:
+            raise  # the conversation's own end (josh.run.step), not a failed turn
         except LLMError as exc:
             log.warning("agent LLM call failed: %s", exc)
             first = []
@@ -153,6 +155,9 @@ class PromptedAgent(AgentPrompt):
             turn.llm_calls += 1
             try:
                 more = await self.llm.chat(prompt + turn.messages, tools=self.llm_tools, n=1, sampling=self.sampling)
+            except ContextLengthError as exc:  # the tool results outgrew the context: the turn ends as it stands
+                turn.overflow = str(exc)
+                return turn
             except LLMError as exc:
                 log.warning("agent LLM call failed: %s", exc)
                 more = []

@@ -132,6 +132,9 @@ def rollout(
         f"mean reward {stats.mean_reward:.3f}, {stats.llm_calls} LLM calls, "
         f"{stats.prompt_tokens + stats.completion_tokens} tokens -> {out}"
     )
+    if stats.endings:
+        endings = ", ".join(f"{name} {count}" for name, count in sorted(stats.endings.items()))
+        typer.echo(f"branches ended on a prompt longer than its model's context: {endings}")
     if stats.llm_errors or stats.failed_tasks:
         typer.secho(
             f"errors: {stats.llm_errors} turns cut short by LLM errors, {stats.failed_tasks} tasks not searched "

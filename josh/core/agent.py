@@ -16,7 +16,10 @@ class AgentTurn(BaseModel):
 
     ``messages`` are the agent's own messages of this turn (assistant outputs, tool results), in the order the
     agent saw them; ``reply`` is what the user sees (``None`` when the turn ended without speaking);
-    ``state`` is the conversation state after the turn's tool calls (a fork, never the caller's state).
+    ``state`` is the conversation state after the turn's tool calls (a fork, never the caller's state);
+    ``overflow`` says why the turn was cut short when its prompt outgrew the model's context after a tool call (the
+    ``ContextLengthError``'s message): the conversation ends after it with ``context_length``. An agent whose first
+    request of a turn overflows raises ``ContextLengthError`` instead.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -29,6 +32,7 @@ class AgentTurn(BaseModel):
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    overflow: str | None = None
 
     @property
     def terminated(self) -> bool:

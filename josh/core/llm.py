@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Coroutine, Iterable, Iterator, Sequence
@@ -65,6 +66,7 @@ class Usage(BaseModel):
     cost: float = 0.0
     errors: int = 0
     last_error: str | None = None
+    overflows: int = Field(0, description="prompts refused as longer than the model's context (never failures)")
     _streak: int = PrivateAttr(0)
     _recent: deque[bool] = PrivateAttr(default_factory=lambda: deque(maxlen=OUTCOMES_KEPT))
     _sent: int = PrivateAttr(0)
@@ -114,6 +116,27 @@ class Spent(BaseModel):
 
 class LLMError(RuntimeError):
     """A backend failed after its retries; callers record it as an error category and go on."""
+
+
+class ContextLengthError(LLMError):
+    """The prompt is longer than the model's context (or a ``max_prompt_tokens`` limit): the backend is fine and the
+    request can never succeed, so the conversation (or search branch) ends here with its own ending, a result; never
+    a failure toward a backend being down, never redone on rerun. Every backend raises it, from its own check or
+    from the server's answer (``context_length_exceeded``, vLLM's "maximum context length is N tokens")."""
+
+    @staticmethod
+    def recognises(answer: str) -> bool:
+        """Whether a server's or engine's error text says the prompt is longer than the model's context: OpenAI's
+        ``context_length_exceeded`` code, vLLM's messages (its server's "maximum context length is N tokens", its
+        engine's "longer than the maximum model length"), llama.cpp's "exceeds the available context size"."""
+        return _OVERFLOW.search(answer) is not None
+
+
+_OVERFLOW = re.compile(
+    r"context_length_exceeded|maximum context length is \d+|longer than the maximum model length"
+    r"|exceeds? the available context size",
+    re.IGNORECASE,
+)
 
 
 _NOTED: ContextVar[list[str] | None] = ContextVar("josh_llm_failures", default=None)
@@ -174,6 +197,9 @@ class Backend(ABC):
         ticket = self.usage.ticket()
         try:
             completions = await self.complete(list(messages), tools, n, sampling or Sampling())
+        except ContextLengthError:  # an answer about this prompt, not a failure of the backend
+            self.usage.overflows += 1
+            raise
         except LLMError as exc:
             self.usage.failed(exc, ticket)
             note_failure(exc)

@@ -13,7 +13,8 @@ class UserTurn(BaseModel):
     """What the simulated user says; ``done`` means the user ended the conversation; ``error`` says why a
     simulator gave up (e.g. its LLM failed), ``None`` for a normal reply. ``tool_calls``: calls the user makes on
     their own side before saying ``text`` (τ² telecom's device tools), run through the environment's ``user_call``;
-    with no ``text`` the user is asked again with the results in view (``josh.run.user_turn``)."""
+    with no ``text`` the user is asked again with the results in view (``josh.run.user_turn``). A simulator whose
+    prompt outgrows its model's context raises ``ContextLengthError`` instead of replying."""
 
     text: str
     done: bool = False

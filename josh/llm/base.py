@@ -5,6 +5,7 @@ from josh.core.llm import (
     OUTCOMES_KEPT,
     Backend,
     Completion,
+    ContextLengthError,
     LLMError,
     Sampling,
     Spent,
@@ -19,6 +20,7 @@ from josh.core.llm import (
 __all__ = [
     "Backend",
     "Completion",
+    "ContextLengthError",
     "LLM",
     "LLMError",
     "OUTCOMES_KEPT",

@@ -31,7 +31,9 @@ class _LocalSettings(_Settings):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="auto: bfloat16 on a GPU, float32 on a CPU"
     )
-    max_prompt_tokens: int | None = Field(None, ge=1, description="longer prompts fail with LLMError")
+    max_prompt_tokens: int | None = Field(
+        None, ge=1, description="a longer prompt ends its conversation (context_length)"
+    )
 
 
 class HFConfig(_LocalSettings):

@@ -13,6 +13,10 @@ command exits non-zero, and what finished so far stays on disk. A run that ends 
 non-zero too, saying how many pieces failed (``IncompleteRunError``, ``require_complete``), so that nothing takes it
 for complete. Before a run, ``check_connections`` asks every HTTP backend once whether it answers.
 
+A prompt longer than the model's context (``ContextLengthError``) is none of this: the backend answered that the
+request can never succeed, so it is counted apart (``Usage.overflows``), never toward a backend being down, never
+noted as a failed request; the piece of work ends with its own ending (``josh.run.step``) and is finished, not redone.
+
 The thresholds come from the environment, so every runner (eval, rollout, matrix, judge, arena, the extraction
 gate, GRPO rollouts, Ray actors) reads the same ones: ``JOSH_MAX_CONSECUTIVE_FAILURES`` (default 5),
 ``JOSH_FAILURE_WINDOW`` (20) and ``JOSH_MAX_FAILURE_SHARE`` (0.5).

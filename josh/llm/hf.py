@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from josh.core.llm import Backend, Completion, LLMError, Sampling, Usage
+from josh.core.llm import Backend, Completion, ContextLengthError, LLMError, Sampling, Usage
 from josh.llm.batcher import Batcher
 from josh.llm.config import HFConfig
 from josh.llm.hf_prefix import PrefixCache
@@ -188,7 +188,7 @@ class HFLLM(Backend):
         room = self.context_length - request.sampling.max_new_tokens
         limit = min(room, self.max_prompt_tokens) if self.max_prompt_tokens else room
         if len(ids) > limit:
-            return LLMError(
+            return ContextLengthError(
                 f"prompt has {len(ids)} tokens, over the limit of {limit} (max_prompt_tokens={self.max_prompt_tokens}, "
                 f"context {self.context_length} minus max_new_tokens {request.sampling.max_new_tokens})"
             )

@@ -3,7 +3,9 @@
 Concurrent ``chat`` calls become concurrent HTTP requests, at most ``max_concurrency`` in flight. Rate limits, 5xx
 answers, timeouts, dropped connections and broken answers (a body that is not JSON, no ``choices``) are retried
 with exponential backoff and full jitter, at least the server's ``Retry-After`` (``max_retries`` times, then
-``LLMError``; ``retries`` counts them by kind); other client errors fail at once. Once a request has given up on a
+``LLMError``; ``retries`` counts them by kind); other client errors fail at once, and a 400 that says the prompt is
+longer than the model's context (OpenAI's ``context_length_exceeded``, vLLM's "maximum context length is N tokens")
+raises ``ContextLengthError``, the conversation's own ending. Once a request has given up on a
 server that did not answer (anything but rate limits), the server is taken as gone until an attempt succeeds again:
 the requests after it are not retried, one attempt each decides, so that a server that died stops a run after one
 round of retries (see ``josh.llm.health``) rather than one round per request. ``n`` goes to the API; a server that rejects ``n > 1``
@@ -29,7 +31,7 @@ from typing import Any
 import httpx
 import openai
 
-from josh.core.llm import Backend, Completion, LLMError, Sampling, Usage
+from josh.core.llm import Backend, Completion, ContextLengthError, LLMError, Sampling, Usage
 from josh.types import Message, ToolCall
 
 # USD per million (prompt, completion) tokens, by model-name prefix (public list prices when written; override
@@ -153,6 +155,9 @@ class OpenAILLM(Backend):
                 self._gone = False
                 return completions
             except openai.BadRequestError as error:
+                if ContextLengthError.recognises(str(error)):
+                    self._gone = False  # the server answered
+                    raise ContextLengthError(f"{self.model}: prompt too long for the model: {error}") from error
                 if n > 1:
                     raise
                 raise LLMError(f"{self.model}: request rejected: {error}") from error

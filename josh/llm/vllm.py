@@ -12,8 +12,10 @@ A LoRA adapter (an adapter folder given as the model, ``adapter=``, or a view ma
 to each request; views share the engine, so one engine serves several adapters in the same batch. Whatever can be
 known before the model loads fails at once with one line: vLLM missing or built for a device this machine lacks, an
 adapter on an engine without LoRA, an adapter of higher rank than ``max_lora_rank`` or trained on another base.
-A request the engine rejects (too long a prompt, bad parameters) fails alone with ``LLMError``; a dead engine fails
-every later request, and ``dead`` says why so a run stops instead of scoring a silent agent. ``close`` shuts the
+A prompt longer than ``max_prompt_tokens`` or the engine's ``max_model_len`` (checked here, or refused by the engine)
+raises ``ContextLengthError``, the conversation's own ending; any other request the engine rejects (bad parameters)
+fails alone with ``LLMError``; a dead engine fails every later request, and ``dead`` says why so a run stops instead
+of scoring a silent agent. ``close`` shuts the
 engine down (its processes and device memory), since the loop builds one backend per stage in one process.
 """
 
@@ -25,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from josh.core.llm import Backend, Completion, LLMError, Sampling, Usage
+from josh.core.llm import Backend, Completion, ContextLengthError, LLMError, Sampling, Usage
 from josh.llm.config import VLLMConfig
 from josh.llm.models import adapter_base, is_adapter_dir, render_chat, resolve_model
 from josh.types import Message
@@ -171,15 +173,19 @@ class VLLMLLM(Backend):
         ids = engine.tokenizer(prompt, add_special_tokens=False)["input_ids"]
         limit = self._config.max_prompt_tokens
         if limit is not None and len(ids) > limit:
-            raise LLMError(f"prompt has {len(ids)} tokens, more than max_prompt_tokens={limit}")
+            raise ContextLengthError(f"prompt has {len(ids)} tokens, more than max_prompt_tokens={limit}")
         if len(ids) >= engine.max_model_len:
-            raise LLMError(f"prompt has {len(ids)} tokens; the engine's max_model_len is {engine.max_model_len}")
+            raise ContextLengthError(
+                f"prompt has {len(ids)} tokens; the engine's max_model_len is {engine.max_model_len}"
+            )
         samples = 1 if sampling.greedy else n
         try:
             output = await engine.generate(ids, self._params(samples, sampling), engine.lora_request(self.adapter))
         except LLMError:
             raise
         except Exception as exc:  # the engine refused or lost this request: it fails alone, as data
+            if ContextLengthError.recognises(str(exc)):
+                raise ContextLengthError(f"vLLM: {exc}") from exc
             raise LLMError(f"vLLM: {type(exc).__name__}: {exc}") from exc
         completions = _completions(output, len(ids))
         return completions + [c.model_copy(update={"prompt_tokens": 0}) for c in completions * (n - samples)]

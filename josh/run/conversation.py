@@ -12,11 +12,21 @@ from josh.core.env import ConversationState, Env
 from josh.core.llm import Spent, failures_noted
 from josh.core.user import UserSimulator, UserTurn
 from josh.run.diagnostics import Diagnosis, diagnose_conversation
-from josh.run.step import agent_step, spoken
+from josh.run.env_judge import judge_overflows
+from josh.run.step import CONTEXT_LENGTH, JUDGE_CONTEXT_LENGTH, USER_CONTEXT_LENGTH, agent_step, spoken
 from josh.run.user_turn import MAX_USER_STEPS, user_turn
 from josh.types import ErrorCategory, Message, Task, is_success, user
 
-EndReason = Literal["user_done", "max_turns", "terminated", "agent_error", "user_error"]
+EndReason = Literal[
+    "user_done",
+    "max_turns",
+    "terminated",
+    "agent_error",
+    "user_error",
+    "context_length",
+    "user_context_length",
+    "judge_context_length",
+]
 
 
 class ConversationRecord(Spent):
@@ -73,8 +83,10 @@ async def run_conversation(
     simulator as ``user_error`` with ``ErrorCategory.USER_ERROR``, and the reward is scored on the state reached so
     far. A user turn may take several steps (``josh.run.user_turn``): calls the user makes on their own side run on
     the state, at most ``max_user_steps`` steps of them per turn, and stay in the transcript, never in the agent's
-    history; the categories of the user's bad calls are ``user_tool_errors``. A state with an ``ended`` attribute is
-    told the end reason before the reward. A conversation in which any LLM request failed after its backend's
+    history; the categories of the user's bad calls are ``user_tool_errors``. A prompt that outgrew its model's
+    context ends the conversation as ``context_length`` (the agent's), ``user_context_length`` (the user
+    simulator's) or ``judge_context_length`` (the environment judge's, while scoring), the line in ``error``: a result,
+    scored like any other ending. A state with an ``ended`` attribute is told the end reason before the reward. A conversation in which any LLM request failed after its backend's
     retries (agent, user or an environment's judge) is ``failed`` (``josh.llm.health``): kept, never a result.
     """
     with failures_noted() as noted:
@@ -106,12 +118,18 @@ async def _converse(
         if answer.failure:
             error, end = answer.failure, "user_error"
             break
+        if answer.overflow:
+            error, end = answer.overflow, USER_CONTEXT_LENGTH
+            break
         if answer.said.text:
             history.append(user(answer.said.text))
         if answer.said.done or turns >= max_turns:
             end = "user_done" if answer.said.done else "max_turns"
             break
         step = await agent_step(agent, history, state)
+        if step.overflow:
+            error, end = step.overflow, CONTEXT_LENGTH
+            break
         if step.failure:
             error, end = step.failure, "agent_error"
             errors.extend(step.errors)
@@ -126,11 +144,17 @@ async def _converse(
         if ErrorCategory.LLM_ERROR in turn.errors:  # a failed conversation: asking a failing backend on is no use
             error, end = "the agent's LLM request failed", "agent_error"
             break
+        if turn.overflow:
+            error, end = f"agent: {turn.overflow}", CONTEXT_LENGTH
+            break
         if state.terminated:
             end = "terminated"
             break
     state.ended = end  # environments may score how a conversation ended (τ²: cut short scores 0.0)
-    reward = env.reward(state, history)
+    with judge_overflows() as overflowed:
+        reward = env.reward(state, history)
+    if overflowed:  # the environment's judge could not read the conversation: it scored what it could
+        error, end = f"judge: {overflowed[-1]}", JUDGE_CONTEXT_LENGTH
     return ConversationRecord(
         task_id=task.id,
         trial=trial,

@@ -11,17 +11,21 @@ canned replies); any other judge is built with its backend's defaults.
 An environment computes its reward synchronously, inside the conversation's event loop, where the judge cannot be
 awaited: ``blocking_chat`` runs each request to its end on a worker thread with an event loop of its own (the
 conversation waits for it; backends bind their connections to the loop they run in). The judge answers greedily.
+A judge prompt longer than the judge model's context fails the request as any failed request does for the
+environment, and is noted for the conversation it scores (``judge_overflows``), which ends as
+``judge_context_length``: a result, not a failure of the judge's backend.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
-from josh.core.llm import LLM, LLMError, Sampling
+from josh.core.llm import LLM, ContextLengthError, LLMError, Sampling
 from josh.llm.config import LLMKey
 from josh.registry import parse_backend_model
 from josh.types import Message
@@ -29,6 +33,18 @@ from josh.types import Message
 JUDGE_OPTION = "judge"
 JUDGE_SETTINGS_OPTION = "judge_options"
 MAX_JUDGE_TOKENS = 1024
+_OVERFLOWED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("josh_judge_overflows", default=None)
+
+
+@contextmanager
+def judge_overflows() -> Iterator[list[str]]:
+    """The lines of the environment judge's requests inside the block whose prompt outgrew the judge's context."""
+    noted: list[str] = []
+    token = _OVERFLOWED.set(noted)
+    try:
+        yield noted
+    finally:
+        _OVERFLOWED.reset(token)
 
 
 def env_judge(
@@ -61,6 +77,11 @@ def blocking_chat(llm: LLM) -> Callable[[list[Message]], str]:
             try:
                 # in this context: a failed request is noted for the conversation it scores (josh.llm.health)
                 return pool.submit(contextvars.copy_context().run, asyncio.run, one()).result()
+            except ContextLengthError as exc:
+                noted = _OVERFLOWED.get()
+                if noted is not None:
+                    noted.append(str(exc))
+                raise RuntimeError(f"judge prompt too long: {exc}") from exc
             except LLMError as exc:
                 raise RuntimeError(f"judge request failed: {exc}") from exc
 

@@ -34,6 +34,7 @@ from pydantic_core import PydanticCustomError
 from josh.envs import build_env
 from josh.envs.base import ConversationState, Env
 from josh.run.components import build_llms, check_llms
+from josh.run.step import USER_CONTEXT_LENGTH
 from josh.run.user_turn import user_turn
 from josh.types import Message, Task, ToolCall, assistant, tool_result, user
 from josh.users import USERS, UserSimulator, make_user
@@ -258,9 +259,11 @@ class JoshEnvironment(Environment[JoshAction, JoshObservation, JoshState]):
             episode.history.append(user(answer.said.text))
         if answer.failure:
             self._finish(episode, "user_error")
+        elif answer.overflow:
+            self._finish(episode, USER_CONTEXT_LENGTH)
         elif answer.said.done or episode.turns >= self.served.max_turns:
             self._finish(episode, "user_done" if answer.said.done else "max_turns")
-        text = answer.said.text or (answer.failure or "")
+        text = answer.said.text or answer.failure or answer.overflow or ""
         return self._observe(episode, "user", text, episode.state.goal_reward - before)
 
     def _finish(self, episode: Episode, end: str) -> None:

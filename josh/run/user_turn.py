@@ -31,13 +31,15 @@ MAX_USER_STEPS = 10
 @dataclass
 class UserAnswer:
     """One user turn: the last reply (``said``, with the LLM accounting of every step), what the turn adds to the
-    transcript (``messages``: the user's calls and results, then its text), why it failed (``failure``) and the
-    categories of its bad calls (``tool_errors``)."""
+    transcript (``messages``: the user's calls and results, then its text), why it failed (``failure``), the
+    categories of its bad calls (``tool_errors``) and, when the user's prompt outgrew its model's context, that
+    ending's line (``overflow``)."""
 
     said: UserTurn
     messages: list[Message] = field(default_factory=list)
     failure: str | None = None
     tool_errors: list[ErrorCategory] = field(default_factory=list)
+    overflow: str | None = None
 
     @property
     def errors(self) -> list[ErrorCategory]:
@@ -121,6 +123,8 @@ async def user_turn(
         said = _with_spent(answer.said, steps)
         if answer.failure:
             return UserAnswer(said, added, answer.failure, tool_errors)
+        if answer.overflow:
+            return UserAnswer(said, added, None, tool_errors, answer.overflow)
         if said.tool_calls:
             calling = sum(1 for s in steps if s.tool_calls)
             if calling > max_steps:

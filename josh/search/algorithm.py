@@ -24,7 +24,10 @@ searched the same way without step 2: every branch runs to its end (the user don
 
 Failures never escape (``josh.run.step``): an agent or user failure kills that leaf (a ``dead`` node recording why)
 and the search goes on with the others; a user-simulator failure is marked ``ErrorCategory.USER_ERROR`` on the node
-it ended.
+it ended. A prompt that outgrew its model's context ends its branch instead (``ended``, with ``Node.ending`` and
+the line in ``exception``): ``context_length`` on the leaf the agent could not answer, or on the turn whose tool
+results outgrew it, ``user_context_length`` on the node the user could not answer, ``judge_context_length`` on a
+finished branch the environment's judge could not score; the branch is a result, labelled and scored as any other.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ from josh.core.agent import Agent, AgentTurn
 from josh.core.env import ConversationState, Env
 from josh.core.user import UserSimulator
 from josh.run.diagnostics import classify, goal_tools_of
-from josh.run.step import AgentStep, agent_step
+from josh.run.env_judge import judge_overflows
+from josh.run.step import CONTEXT_LENGTH, JUDGE_CONTEXT_LENGTH, USER_CONTEXT_LENGTH, AgentStep, agent_step
 from josh.run.user_turn import user_turn
 from josh.search.tree import Node, Tree, TreeStats, chain_messages, transcript_of
 from josh.types import Goal, Task, is_success
@@ -111,7 +115,7 @@ class _Search:
             steps = await asyncio.gather(*(self._sample(leaf, k) for leaf in leaves))
             children = [child for leaf, step in zip(leaves, steps, strict=True) for child in self._grow(leaf, step)]
             leaves = [c for c in children if not c.node.ended] if outcome else self._credit(children)
-            self.finished += [(c, "terminated") for c in children if outcome and c.node.ended]
+            self.finished += [(c, c.node.ending or "terminated") for c in children if outcome and c.node.ended]
             if outcome or len(self.credited) < self.n_goals:
                 leaves = await self._user_step(leaves)
         if outcome:
@@ -122,7 +126,10 @@ class _Search:
         """Goal-less tasks: score every finished branch with the final reward and label the tree by the best one."""
         for leaf, how in self.finished:
             leaf.state.ended = how
-            leaf.node.reward = float(self.env.reward(leaf.state, chain_messages(self._lineage(leaf.node))))
+            with judge_overflows() as overflowed:
+                leaf.node.reward = float(self.env.reward(leaf.state, chain_messages(self._lineage(leaf.node))))
+            if overflowed:
+                leaf.node.ending, leaf.node.exception = JUDGE_CONTEXT_LENGTH, f"judge: {overflowed[-1]}"
         scored = [leaf.node for leaf, _ in self.finished if leaf.node.reward]
         if not scored:
             return
@@ -150,6 +157,11 @@ class _Search:
         """The children of one leaf, from its sampled turns; a failed call leaves one dead child recording why. Run
         in leaf order once every leaf's turns are back, so node ids never depend on which finished first."""
         parent = leaf.node
+        if step.overflow:  # the agent cannot answer this leaf: its branch ends here
+            parent.ended, parent.ending, parent.exception = True, CONTEXT_LENGTH, step.overflow
+            if self.n_goals == 0:
+                self.finished.append((leaf, CONTEXT_LENGTH))
+            return []
         if step.failure:
             depth = parent.depth + 1
             self._new_node(parent=parent.id, depth=depth, dead=True, exception=step.failure, errors=step.errors)
@@ -167,7 +179,9 @@ class _Search:
             messages=list(turn.messages),
             reply=turn.reply,
             goals=new,
-            ended=turn.terminated,
+            ended=turn.terminated or turn.overflow is not None,
+            ending=CONTEXT_LENGTH if turn.overflow else None,
+            exception=f"agent: {turn.overflow}" if turn.overflow else None,
             errors=list(turn.errors),
             calls=classify(self.task.goals, turn.state.log, self.goal_tools, self.expected_failures())[made:],
             llm_calls=turn.llm_calls,
@@ -219,6 +233,11 @@ class _Search:
         if answer.failure:
             node.dead, node.exception = True, answer.failure
             return False
+        if answer.overflow:
+            node.ended, node.ending, node.exception = True, USER_CONTEXT_LENGTH, answer.overflow
+            if self.n_goals == 0:
+                self.finished.append((leaf, USER_CONTEXT_LENGTH))
+            return False
         node.user, node.user_done = answer.said.text, answer.said.done
         node.ended = answer.said.done
         if answer.said.done and self.n_goals == 0:
@@ -234,6 +253,7 @@ def _stats(nodes: list[Node], wall_s: float) -> TreeStats:
         wall_s=round(wall_s, 4),
         nodes=len(nodes),
         errors=sum(1 for n in nodes if n.dead),
+        overflows=sum(1 for n in nodes if n.ending is not None),
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,9 @@ class TaskStats(Spent):
     nodes: int = 0
     errors: int = Field(0, description="dead nodes: the agent or user failed on that turn")
     llm_errors: int = Field(0, description="turns cut short by an LLM request that failed after its retries")
+    endings: dict[str, int] = Field(
+        default_factory=dict, description="branches ended by a prompt longer than its model's context, by ending"
+    )
     error: str | None = None
     failed: str | None = None
 
@@ -73,6 +77,9 @@ class RunStats(Spent):
     nodes: int = 0
     errors: int = Field(0, description="dead nodes over all trees (agent or user failures)")
     llm_errors: int = Field(0, description="turns cut short by a failed LLM request, over all trees")
+    endings: dict[str, int] = Field(
+        default_factory=dict, description="branches ended by a prompt longer than its model's context, by ending"
+    )
     failed_tasks: int = Field(0, description="tasks that could not be searched at all")
     summed_task_s: float = Field(0.0, description="search seconds summed over tasks (tasks run concurrently)")
     session_wall_s: float = Field(0.0, description="wall-clock seconds of this session of the command only")
@@ -116,6 +123,7 @@ def summarize(trees_path: Path) -> RunStats:
             error=rec.get("error"),
             failed=rec.get("failed"),
             llm_errors=sum(str(e) == "llm_error" for n in rec.get("nodes") or [] for e in n.get("errors") or []),
+            endings=dict(Counter(str(n["ending"]) for n in rec.get("nodes") or [] if n.get("ending"))),
             **{k: s.get(k, 0) for k in (*Spent.model_fields, "wall_s", "nodes", "errors")},
         )
         stats.per_task[str(rec.get("task_id"))] = task
@@ -126,6 +134,7 @@ def summarize(trees_path: Path) -> RunStats:
     stats.mean_reward = round(sum(t.reward for t in tasks) / len(tasks), 4) if tasks else 0.0
     for key in (*Spent.model_fields, "nodes", "errors", "llm_errors"):
         setattr(stats, key, sum(getattr(t, key) for t in tasks))
+    stats.endings = dict(sum((Counter(t.endings) for t in tasks), Counter()))
     stats.failed_tasks = sum(1 for t in tasks if t.error)
     stats.summed_task_s = round(sum(t.wall_s for t in tasks), 3)
     return stats

@@ -12,7 +12,13 @@ Flags (a node can carry several):
   neither ideal nor a negative;
 * ``pruned``: discarded when another leaf earned a reward (its sibling turns off the ideal path are KTO negatives);
 * ``dead``: the agent or the user simulator failed on this turn (``exception`` says why);
-* ``ended``: the conversation ended here (the user said done, or the environment terminated).
+* ``ended``: the conversation ended here (the user said done, the environment terminated, or a prompt outgrew its
+  model's context: ``ending`` says which, ``exception`` the line).
+
+``ending``: set only where a prompt outgrew its model's context: ``context_length`` (the agent's: on the leaf it
+could not answer, or on the turn whose tool results outgrew it), ``user_context_length`` (the user simulator's),
+``judge_context_length`` (the environment judge's, scoring a finished branch). Such a branch is a result, never a
+failure: labelled and scored like any other.
 
 ``reward``: on a task without goals, the final reward of the branch that finished at this node (``None`` elsewhere).
 
@@ -50,6 +56,7 @@ class Node(BaseModel):
     pruned: bool = False
     dead: bool = False
     ended: bool = False
+    ending: str | None = None
     errors: list[ErrorCategory] = Field(default_factory=list)
     calls: list[CallVerdict] = Field(default_factory=list)
     exception: str | None = None
@@ -65,6 +72,7 @@ class TreeStats(Spent):
     wall_s: float = 0.0
     nodes: int = 0
     errors: int = 0
+    overflows: int = Field(0, description="nodes whose branch ended on a prompt longer than its model's context")
 
 
 class Tree(BaseModel):

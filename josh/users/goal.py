@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from josh.core.llm import LLM, Completion, LLMError, Sampling, Tools
+from josh.core.llm import LLM, Completion, ContextLengthError, LLMError, Sampling, Tools
 from josh.core.user import UserSimulator, UserTurn
 from josh.types import Message, Task, assistant, system, user
 from josh.users import register_user
@@ -78,9 +78,12 @@ def split_marker(text: str, marker: str) -> tuple[str, bool]:
 
 
 async def ask(llm: LLM, messages: list[Message], sampling: Sampling, tools: Tools = None) -> Completion | str:
-    """One completion, or the reason there is none (an ``LLMError`` or an empty answer)."""
+    """One completion, or the reason there is none (an ``LLMError`` or an empty answer); a prompt longer than the
+    model's context raises ``ContextLengthError``: the conversation's own ending (``josh.run.step``)."""
     try:
         completions = await llm.chat(messages, tools=tools, n=1, sampling=sampling)
+    except ContextLengthError:
+        raise
     except LLMError as exc:
         log.warning("user-simulator LLM call failed: %s", exc)
         return f"LLM error: {exc}"

@@ -44,11 +44,18 @@ def test_smoke_prints_every_figure_on_tiny_shapes() -> None:
         rate = re.fullmatch(r"([\d.]+) tok/s", summary_value(out, label))
         assert rate and float(rate.group(1)) > 0, summary_value(out, label)
     assert "the LoRA adapter changes the greedy reply: yes" in out
+    evaluation = re.fullmatch(r"([\d.]+) conversations/min: 2 conversations on the first 2 (mini|toolwoz) test "
+                              r"tasks, at most 2 turns, .*failed: 0\)",
+                              summary_value(out, "eval (josh eval, vllm), Llama-3.2-1B shape"))  # fmt: skip
+    assert evaluation and float(evaluation.group(1)) > 0, summary_value(
+        out, "eval (josh eval, vllm), Llama-3.2-1B shape"
+    )
 
     for name in ("Llama-3.2-1B", "Llama-3.1-8B"):
         model = summary_value(out, f"model {name} shape")
         assert re.match(r"[\d.]+M parameters \(tiny: smoke\)", model) and "49,152 rows" in model, model
         assert "not 128,256" in model and "fewer than the real shape's" in model, model
+        assert "context 131,072 tokens" in model, model
 
     paper = summary_value(out, "paper kto (toolwoz-paper-kto-8b.yaml, imported rows), 8B shape, without 4-bit (smoke)")
     assert re.match(r"[\d.]+ GiB \(peak RSS of the CPU process\), 1 steps, \d+ tokens", paper), paper

@@ -25,6 +25,11 @@ def test_the_hf_backend_check_prints_its_rollout_figures_and_the_training_peak()
     rates = re.findall(r"^rollout tokens/s \(hf\), Llama-3\.[12]-[18]B shape.*: ([\d.]+) tok/s$", summary, re.M)
     assert len(rates) == 2 and all(float(rate) > 0 for rate in rates), summary
     assert "(merged into bf16 weights)" in summary
+    assert summary.count("random weights, context 131,072 tokens") == 2, summary  # the real models' context
+    evaluation = re.search(r"^eval \(josh eval, hf\), Llama-3\.2-1B shape: ([\d.]+) conversations/min: 2 "
+                           r"conversations on the first 2 (mini|toolwoz) test tasks, at most 2 turns, .*failed: 0\)$",
+                           summary, re.M)  # fmt: skip
+    assert evaluation and float(evaluation.group(1)) > 0, summary
     assert re.search(r"^kto peak memory, 8B shape, without 4-bit \(smoke\): [\d.]+ GiB", summary, re.M), summary
     assert re.search(r"^paper kto \(toolwoz-paper-kto-8b\.yaml, imported rows\), 8B shape, without 4-bit \(smoke\): "
                      r"[\d.]+ GiB", summary, re.M), summary  # fmt: skip
@@ -41,3 +46,4 @@ def test_only_the_paper_kto_stage_trains_the_paper_recipe_on_imported_rows() -> 
                       r"([\d.]+) GiB \(peak RSS of the CPU process\), 1 steps, (\d+) tokens", summary, re.M)  # fmt: skip
     assert paper and float(paper.group(1)) > 0 and int(paper.group(2)) > 0, summary
     assert "kto peak memory, 8B shape, without 4-bit (smoke): skipped: --only kto-paper" in summary
+    assert "eval (josh eval, hf), Llama-3.2-1B shape: skipped: --only kto-paper" in summary

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from josh.llm import LLMError, Sampling
+from josh.llm import ContextLengthError, Sampling
 from josh.types import system, user
 
 pytestmark = pytest.mark.slow
@@ -76,10 +76,10 @@ async def test_tools_reach_the_template_and_long_prompts_fail(llm):
     [plain] = await llm.chat(PROMPT, sampling=Sampling(max_new_tokens=2))
     [with_tools] = await llm.chat(PROMPT, tools=tools, sampling=Sampling(max_new_tokens=2))
     assert with_tools.prompt_tokens > plain.prompt_tokens, "tools must be rendered into the prompt"
-    errors = llm.usage.errors
-    with pytest.raises(LLMError, match="over the limit"):
+    errors, overflows = llm.usage.errors, llm.usage.overflows
+    with pytest.raises(ContextLengthError, match="over the limit"):
         await llm.chat([user("word " * 9000)], sampling=Sampling(max_new_tokens=2))
-    assert llm.usage.errors == errors + 1
+    assert (llm.usage.errors, llm.usage.overflows) == (errors, overflows + 1), "an over-long prompt is no failure"
 
 
 async def test_peft_adapter_merged_or_kept_separate(tmp_path, llm):

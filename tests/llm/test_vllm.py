@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from josh.llm import LLMError, Sampling, make_llm
+from josh.llm import ContextLengthError, LLMError, Sampling, make_llm
 from josh.llm.health import BackendDownError, stop_if_failing
 from josh.llm.vllm import INSTALL_HINT, VLLMLLM
 from josh.types import user
@@ -101,6 +101,7 @@ class FakeAsyncLLM:
         self.args = args
         self.requests: list[dict] = []
         self.errored = False
+        self.refusal: str | None = None
         self.stopped = False
         self.model_config = types.SimpleNamespace(max_model_len=args.max_model_len or 64)
         FakeAsyncLLM.instances.append(self)
@@ -116,6 +117,8 @@ class FakeAsyncLLM:
         self.requests.append({"ids": request["prompt_token_ids"], "params": params, "lora": lora_request})
         if self.errored:
             raise RuntimeError("EngineCore encountered an issue")
+        if self.refusal:
+            raise ValueError(self.refusal)
         if params.temperature == 0 and params.n > 1:
             raise ValueError("n must be 1 when using greedy sampling")
         await asyncio.sleep(0.01)
@@ -268,9 +271,32 @@ async def test_bad_requests_fail_alone(fake_vllm, tmp_path):
     )
     assert ok[0].text.startswith("15#0")  # "[tools:1]fine|>" is one word
     assert isinstance(bad, LLMError) and "template" in str(bad)
-    assert isinstance(long, LLMError) and "max_prompt_tokens=3" in str(long)
-    assert isinstance(too_long, LLMError) and "max_prompt_tokens=3" in str(too_long)
-    assert llm.usage.errors == 3
+    assert isinstance(long, ContextLengthError) and "max_prompt_tokens=3" in str(long)
+    assert isinstance(too_long, ContextLengthError) and "max_prompt_tokens=3" in str(too_long)
+    assert not isinstance(bad, ContextLengthError)
+    assert (llm.usage.errors, llm.usage.overflows) == (1, 2), "an over-long prompt is no failed request"
+    llm.close()
+
+
+async def test_prompts_over_the_engines_context_are_context_length_errors(fake_vllm, tmp_path):
+    """Over ``max_model_len`` by josh's own count, or refused by the engine in vLLM's words: the typed error, never
+    toward the engine being down; an engine's other refusals stay failures."""
+    llm = VLLMLLM(str(tmp_path), max_model_len=4)
+    with pytest.raises(ContextLengthError, match="max_model_len is 4"):
+        await llm.chat([user("one two three four five")])
+    FakeAsyncLLM.instances[0].refusal = (
+        "The decoder prompt (length 3) is longer than the maximum model length of 2. Make sure that `max_model_len` "
+        "is no smaller than the number of text tokens."
+    )
+    for _ in range(8):
+        with pytest.raises(ContextLengthError, match="longer than the maximum model length"):
+            await llm.chat([user("q")])
+    stop_if_failing([llm])  # nine refused prompts: the engine is not down
+    assert (llm.usage.errors, llm.usage.overflows, llm.usage.streak) == (0, 9, 0)
+    FakeAsyncLLM.instances[0].refusal = "top_k must be an integer"
+    with pytest.raises(LLMError) as refused:
+        await llm.chat([user("q")])
+    assert not isinstance(refused.value, ContextLengthError) and llm.usage.errors == 1
     llm.close()
 
 

@@ -22,7 +22,7 @@ pytest.importorskip("vllm", reason="vLLM's real engine lives in the vllm environ
 
 from josh.agents.act import RESPOND_ACTION, act_grammar, parse_act  # noqa: E402
 from josh.cli.main import app  # noqa: E402
-from josh.llm import LLMError, Sampling, make_llm  # noqa: E402
+from josh.llm import ContextLengthError, LLMError, Sampling, make_llm  # noqa: E402
 from josh.llm.models import resolve_model  # noqa: E402
 from josh.run.components import build_env  # noqa: E402
 from josh.types import Message, system, user  # noqa: E402
@@ -160,7 +160,7 @@ async def test_a_bad_request_fails_alone(engine) -> None:
         return_exceptions=True,
     )
     assert isinstance(good, list) and good[0].text
-    assert isinstance(long, LLMError) and "max_model_len is 4096" in str(long)
+    assert isinstance(long, ContextLengthError) and "max_model_len is 4096" in str(long)
     assert isinstance(bad_grammar, LLMError)
 
 

@@ -22,11 +22,12 @@ import pytest
 pytest.importorskip("vllm", reason="vLLM's real engine lives in the vllm environment: make test-vllm")
 
 from josh.cli.serve import ModelServer  # noqa: E402
-from josh.llm import Completion, make_llm  # noqa: E402
+from josh.llm import Completion, ContextLengthError, make_llm  # noqa: E402
 from josh.llm.models import resolve_model  # noqa: E402
 from josh.llm.served_adapters import ServedAdapters  # noqa: E402
 from josh.loop.recipe import load_loop_recipe  # noqa: E402
 from josh.loop.runner import Loop  # noqa: E402
+from josh.types import user  # noqa: E402
 from tests.cli.test_serve_real import GREEDY, conversations, evaluate, loopback_without_proxy, searched  # noqa: E402, F401
 from tests.llm.test_vllm_real import GREEDY_REPLY, prompt, shared_adapter  # noqa: E402
 from tests.served_outage import check_stopped, kill_mid_runs, rerun, restart  # noqa: E402
@@ -126,6 +127,23 @@ def test_vllm_serve_with_a_lora_module_evaluates_as_in_process(running, adapter,
     assert [(c.name, c.arguments) for c in call.tool_calls] == [
         ("find_restaurant", {"food": "chinese", "area": "centre"})
     ]
+
+
+def test_a_prompt_over_the_served_models_context_is_a_context_length_error(running) -> None:
+    """vLLM's own answer to a prompt over ``--max-model-len`` (HTTP 400, "maximum context length is 4096 tokens"):
+    the typed error, no failed request; the server answers the next prompt."""
+    asyncio.run(_over_the_context(running.base_url))
+
+
+async def _over_the_context(base_url: str) -> None:
+    llm = make_llm("openai", resolve_model("smollm2"), base_url=base_url, timeout_s=600, max_retries=0)
+    try:
+        with pytest.raises(ContextLengthError, match="maximum context length is 4096 tokens"):
+            await llm.chat([user("word " * 5000)], sampling=GREEDY_REPLY)
+        [answer] = await llm.chat([user("Say hello.")], sampling=GREEDY_REPLY)
+    finally:
+        await llm.aclose()
+    assert answer.text and (llm.usage.errors, llm.usage.overflows) == (0, 1)
 
 
 async def _served_turn(base_url: str) -> Completion:

@@ -189,6 +189,6 @@ class Tau2Env(EnvBase):
 
     def reward(self, state: Any, messages: list[Message]) -> float:
         """τ²'s evaluator (``EvaluationType.ALL``; NL assertions only with a judge) on the conversation's trajectory:
-        0.0 when it was cut short (``state.ended``: ``max_turns``, ``agent_error``, ``user_error``), as τ² scores such
-        runs."""
+        0.0 when it was cut short (``state.ended``: ``max_turns``, ``agent_error``, ``user_error``, ``context_length``,
+        ``user_context_length``), as τ² scores such runs."""
         return float(self.score(state, messages).reward)

@@ -35,8 +35,13 @@ TERMINATION = {
     "max_turns": TerminationReason.MAX_STEPS,
     "agent_error": TerminationReason.AGENT_ERROR,
     "user_error": TerminationReason.USER_ERROR,
+    "context_length": TerminationReason.AGENT_ERROR,
+    "user_context_length": TerminationReason.USER_ERROR,
+    "judge_context_length": TerminationReason.USER_STOP,
 }
-"""josh's end reasons (``josh.run.conversation.EndReason``) as τ²'s termination reasons."""
+"""josh's end reasons (``josh.run.conversation.EndReason``) as τ²'s termination reasons: a prompt that outgrew the
+agent's or the user's context is that side's error (τ² scores it 0.0, a run cut short); τ² asks its judge only about
+conversations the user or agent ended, so one whose judge prompt overflowed was ended by the user."""
 
 
 def call_messages(call: Any, response: Any) -> list[Any]:

@@ -5,7 +5,9 @@ with each dimension's mean score and a bootstrap 95% interval over tasks.
 A reply is an agent message with text for the user (a turn that only calls tools is not judged; its calls and their
 results are part of the next reply's context). The judge runs greedy, under ``judge_grammar`` where the backend
 takes grammars (``grammar=False`` for one that does not, such as OpenAI's API). A failed request or an answer without
-usable scores is a judgement with ``error`` set: counted, never fatal; rerunning retries it. Each judgement names its
+usable scores is a judgement with ``error`` set: counted, never fatal; rerunning retries it. A reply whose judge
+prompt outgrows the judge model's context is a judgement too (``error`` starting ``judge_context_length``): counted
+apart (``overflowed``), never retried, never toward the judge's backend being down. Each judgement names its
 judge and prompt version: a rerun with another judge (or a changed prompt) judges every reply afresh, and the summary
 reads only the named judge's judgements.
 """
@@ -20,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from josh.core.env import Env
-from josh.core.llm import LLM, LLMError, Sampling, Spent
+from josh.core.llm import LLM, ContextLengthError, LLMError, Sampling, Spent
 from josh.eval.evaluate import load_finished
 from josh.eval.judge.parse import JudgeOutputError, parse_judgement
 from josh.eval.judge.rubric import DIMENSIONS, PROMPT_VERSION, TurnJudgement, judge_grammar, judge_messages
@@ -29,6 +31,7 @@ from josh.llm.health import stop_if_failing
 from josh.run.conversation import ConversationRecord
 from josh.run.info import RunInfo
 from josh.run.spec import JudgeSpec
+from josh.run.step import JUDGE_CONTEXT_LENGTH
 from josh.types import Message
 from josh.util.atomic import write_atomic
 from josh.util.jsonl import read_models, write_as_completed
@@ -49,6 +52,7 @@ class JudgeSummary(Spent):
     run: RunInfo | None = None
     replies: int = 0
     failed: int = 0
+    overflowed: int = Field(0, description="replies whose judge prompt outgrew the judge's context (not retried)")
     not_applicable: dict[str, int] = Field(default_factory=dict)
     scores: dict[str, Interval] = Field(default_factory=dict)
 
@@ -85,6 +89,9 @@ async def ask_judge(llm: LLM, messages: list[Message], grammar: str | None, max_
     sampling = Sampling(temperature=0.0, max_new_tokens=max_tokens, grammar=grammar)
     try:
         [completion] = await llm.chat(messages, sampling=sampling)
+    except ContextLengthError as exc:
+        out.error = f"{JUDGE_CONTEXT_LENGTH}: {exc}"
+        return None
     except LLMError as exc:
         out.error = f"judge request failed: {exc}"
         return None
@@ -152,7 +159,7 @@ async def judge_run(
         raise FileNotFoundError(f"no conversations to judge in {run_dir}: run `josh eval --out {run_dir}` first")
     start = time.perf_counter()
     previous = by_judge(load_judgements(run_dir), judge)
-    done = {j.key for j in previous if j.error is None}
+    done = {j.key for j in previous if j.error is None or overflowed(j)}
     jobs = [_Job(record=r, turn=t) for r in records for t in reply_turns(r) if (r.task_id, r.trial, t) not in done]
     policy = policy_of(env)
     work = (_judge_one(llm, job, policy, grammar, judge, max_tokens) for job in jobs)
@@ -161,6 +168,11 @@ async def judge_run(
     summary.wall_s, summary.run = round(time.perf_counter() - start, 3), run
     write_atomic(run_dir / JUDGE_SUMMARY, summary.model_dump_json(indent=2) + "\n")
     return summary
+
+
+def overflowed(judgement: TurnJudgement) -> bool:
+    """Whether the judge's prompt for this reply outgrew its context: a finished judgement without scores."""
+    return (judgement.error or "").startswith(JUDGE_CONTEXT_LENGTH)
 
 
 def latest(judgements: list[TurnJudgement]) -> dict[tuple[str, int, int], TurnJudgement]:
@@ -188,7 +200,8 @@ def summarize(judgements: list[TurnJudgement], *, judge: str) -> JudgeSummary:
     chosen = latest(judgements)
     summary = JudgeSummary(judge=judge, replies=len(chosen))
     for j in chosen.values():
-        summary.failed += j.error is not None
+        summary.overflowed += overflowed(j)
+        summary.failed += j.error is not None and not overflowed(j)
         for name in DIMENSIONS:
             if j.error is None and j.scores.get(name) is None:
                 summary.not_applicable[name] = summary.not_applicable.get(name, 0) + 1

@@ -108,7 +108,8 @@ def judge_folder(folder: str | Path, spec: JudgeSpec, env: Env) -> JudgeSummary:
 
 def print_judge_summary(summary: JudgeSummary, console: Console | None = None) -> None:
     """The judge's table: each dimension's mean score, the n/a counts, and the judge's own cost."""
-    table = Table(title=f"judge {summary.judge} ({summary.replies} replies, {summary.failed} failed)")
+    too_long = f", {summary.overflowed} too long for the judge" if summary.overflowed else ""
+    table = Table(title=f"judge {summary.judge} ({summary.replies} replies, {summary.failed} failed{too_long})")
     table.add_column("dimension")
     table.add_column("mean score [95% CI]")
     for name, interval in summary.scores.items():

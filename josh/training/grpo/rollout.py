@@ -26,7 +26,9 @@ tool call (``env_error``) or on reset or scoring, when the user simulator failed
 its backend failed (``agent_error``, ``llm_error``), or when the agent produced no output (``no_turn``); a batch after
 which a backend is down (``josh.llm.health``: an out-of-memory ``generate`` every time, say) stops the training. A group whose
 scored conversations all have the same reward (advantage 0 for all) is skipped too (``equal_groups``), when the
-whole group is in this process's batch.
+whole group is in this process's batch. A conversation whose prompt outgrew a model's context (the policy's backend,
+or the user simulator's: ``context_length``, ``user_context_length``) ended there, as in ``josh eval``: it is scored
+with the environment's reward like any other ending, and never counts toward a backend being down.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any
 from pydantic import Field
 
 from josh.core.env import Env
-from josh.core.llm import LLMError, Spent, aclose_all
+from josh.core.llm import ContextLengthError, Spent, aclose_all
 from josh.run.conversation import run_conversation
 from josh.types import ErrorCategory, Message, Task
 
@@ -108,7 +110,7 @@ class BoundedLLM:
         if length >= self.max_length:
             if trace is not None:
                 trace.too_long = True
-            raise LLMError(f"the conversation reached {length} tokens, max_length is {self.max_length}")
+            raise ContextLengthError(f"the conversation reached {length} tokens, max_length is {self.max_length}")
         if trace is not None:
             sampling = trace.sampling(sampling)
         return await self.llm.chat(messages, tools=tools, n=n, sampling=sampling)

@@ -83,9 +83,11 @@ def test_user_calls_go_before_the_words_of_their_own_turn_when_the_agent_made_no
     assert roles[4] == ("user", False, DID)
 
 
-@pytest.mark.parametrize(
-    ("ended", "scored"), [(None, True), *((e, e in ("user_done", "terminated")) for e in TERMINATION)]
-)
+# judge_context_length: τ² asks its judge only about a conversation the user or the agent ended
+SCORED = ("user_done", "terminated", "judge_context_length")
+
+
+@pytest.mark.parametrize(("ended", "scored"), [(None, True), *((e, e in SCORED) for e in TERMINATION)])
 def test_a_conversation_cut_short_scores_zero(tau2_envs, ended: str | None, scored: bool) -> None:
     env = tau2_envs("telecom")
     task = env.tasks("base")[0]

@@ -99,3 +99,30 @@ def test_smollm2_judges_under_the_grammar_and_every_answer_parses(tmp_path: Path
     assert summary["failed"] == 0 and summary["replies"] == sum(len(reply_turns(r)) for r in load_results(out)) >= 1
     assert set(summary["scores"]) == {"cohesion", "backend", "policy"}
     assert all(1 <= j.scores[n] <= 5 for j in load_judgements(out) for n in j.scores)
+
+
+def test_a_reply_too_long_for_the_judge_is_finished_counted_apart_and_never_retried(tmp_path: Path) -> None:
+    import asyncio
+
+    from josh.core.llm import ContextLengthError
+    from josh.envs import build_env
+    from josh.eval.judge.runner import judge_run
+    from josh.llm.scripted import ScriptedLLM
+
+    out = tmp_path / "eval"
+    evaluate(out)
+    replies = sum(len(reply_turns(r)) for r in load_results(out))
+    calls = iter(range(10**6))
+
+    def every_other_too_long(messages, tools, index):
+        if next(calls) % 2 == 0:
+            raise ContextLengthError("prompt has 9000 tokens, over the limit of 8192")
+        return GOOD
+
+    env, llm = build_env("toolwoz", "mini"), ScriptedLLM(every_other_too_long)
+    summary = asyncio.run(judge_run(out, env, llm, judge="scripted:x", grammar=False, concurrency=1))
+    too_long = (replies + 1) // 2
+    assert (summary.overflowed, summary.failed, summary.replies) == (too_long, 0, replies)
+    assert (llm.usage.errors, llm.usage.overflows) == (0, too_long)
+    again = asyncio.run(judge_run(out, env, ScriptedLLM([GOOD]), judge="scripted:x", grammar=False))
+    assert again.overflowed == too_long and len(load_judgements(out)) == replies, "nothing judged again"
