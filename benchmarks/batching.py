@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from josh.llm.base import Sampling
+from josh.core.llm import Sampling
 from josh.llm.hf import HFLLM
 from josh.types import Message, assistant, system, user
 

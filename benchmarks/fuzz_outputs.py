@@ -34,14 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from josh.agents import make_agent
-from josh.agents.base import AgentTurn
+from josh.core.agent import AgentTurn
+from josh.core.env import Env
+from josh.core.llm import Completion, Sampling
 from josh.core.parsing import Parsed
-from josh.envs.base import Env
 from josh.envs.retail import RetailEnv
 from josh.envs.toolwoz.agenda import AgendaUser
 from josh.envs.toolwoz.data import load_toolwoz
 from josh.envs.toolwoz.env import ToolWOZEnv
-from josh.llm.base import Completion, Sampling
 from josh.llm.scripted import ScriptedLLM
 from josh.run.conversation import ConversationRecord
 from josh.search.tree import Node, Tree

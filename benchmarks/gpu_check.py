@@ -55,7 +55,7 @@ from gpu_eval import describe, measure_eval  # noqa: E402
 from vllm_rollout import rollout  # noqa: E402
 
 from josh.cli.serve import free_port  # noqa: E402
-from josh.llm.base import Sampling  # noqa: E402
+from josh.core.llm import Sampling  # noqa: E402
 from josh.llm.factory import make_llm  # noqa: E402
 from josh.llm.models import resolve_model  # noqa: E402
 from josh.types import user  # noqa: E402

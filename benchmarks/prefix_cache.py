@@ -18,7 +18,7 @@ import time
 import torch
 
 from josh.agents import make_agent
-from josh.llm.base import Sampling
+from josh.core.llm import Sampling
 from josh.llm.factory import make_llm
 from josh.llm.hf import HFLLM
 from josh.run.components import build_env

@@ -26,14 +26,14 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from josh.agents.base import AgentTurn, PromptFrame
-from josh.envs.base import ConversationState, EnvBase
-from josh.llm.base import LLM, Completion
+from josh.core.agent import AgentTurn, PromptFrame
+from josh.core.env import ConversationState, EnvBase
+from josh.core.llm import LLM, Completion
+from josh.core.user import UserTurn
 from josh.llm.scripted import ScriptedLLM
 from josh.search.algorithm import SearchConfig, search
 from josh.search.tree import Tree, path_messages
 from josh.types import Goal, Message, Task, assistant
-from josh.users.base import UserTurn
 
 
 def _unit(*parts: Any) -> float:

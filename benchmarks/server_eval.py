@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from josh.cli.serve import ModelServer, served_folder
+from josh.core.llm import Sampling, aclose_all
 from josh.eval.evaluate import evaluate
-from josh.llm.base import Sampling, aclose_all
 from josh.run.components import ComponentOptions, build_components
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from josh.agents import agent_prompt
 from josh.agents.react import ReactProtocol
-from josh.envs.base import ConversationState
+from josh.core.env import ConversationState
 from josh.envs.toolwoz.data import load_toolwoz
 from josh.envs.toolwoz.env import ToolWOZEnv
 from josh.envs.toolwoz.goals import TaskPlan

@@ -22,8 +22,8 @@ import tempfile
 import time
 
 from josh.agents import make_agent
+from josh.core.llm import LLM, Sampling
 from josh.envs import build_env
-from josh.llm.base import LLM, Sampling
 from josh.llm.config import VLLMConfig
 from josh.llm.factory import make_llm
 from josh.llm.models import resolve_model

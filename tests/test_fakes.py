@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from josh.agents.base import Agent
-from josh.envs.base import ConversationState, Env
-from josh.users.base import UserSimulator
+from josh.core.agent import Agent
+from josh.core.env import ConversationState, Env
+from josh.core.user import UserSimulator
 from tests.fakes.conversation import (
     Apologetic,
     CallingAgent,

@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from josh.agents import protocols
+from josh.core.llm import Completion
+from josh.core.user import UserTurn
 from josh.eval.judge.arena import parse_verdict
 from josh.eval.judge.parse import JudgeOutputError, parse_judgement
 from josh.eval.judge.rubric import DIMENSIONS
-from josh.llm.base import Completion
 from josh.llm.scripted import ScriptedLLM
 from josh.types import Task, ToolCall, assistant, user
 from josh.users import make_user
-from josh.users.base import UserTurn
 from tests.fakes.device import USER_TOOLS, phone_task
 
 # Fragments a model (or an attacker behind it) may write where a value belongs.

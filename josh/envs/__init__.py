@@ -2,7 +2,7 @@
 
 A built-in environment is its package plus one ``register_env`` line here; another package's registers through its
 own ``josh.environments`` entry point (``josh.plugins``), and ``build_env`` refuses an environment that lacks a member
-of the contract (``josh.envs.base``). The builder takes the data source (``default``: the environment's own; ToolWOZ:
+of the contract (``josh.core.env``). The builder takes the data source (``default``: the environment's own; ToolWOZ:
 ``mini``, its default, ``toolwoz`` or a folder; retail, airline: a folder, by default ``$JOSH_<NAME>_DATA`` or
 ``envs/<name>``) and is imported only when the environment is built. The builder's keyword parameters after the data
 are the environment's options (``--env-option KEY=VALUE``), checked against their types like agent and user options;
@@ -42,7 +42,7 @@ def build_env(name: str, data: str, options: Mapping[str, Any] | None = None) ->
         return RemoteEnv(name, **dict(options or {}))
     env = ENVIRONMENTS.build(name, data, options=options)
     if missing := missing_members(env):
-        raise TypeError(f"environment {name!r} lacks {', '.join(missing)}: subclass josh.envs.base.EnvBase")
+        raise TypeError(f"environment {name!r} lacks {', '.join(missing)}: subclass josh.core.env.EnvBase")
     return env
 
 

@@ -1,7 +1,7 @@
 """``check_env``: proves an environment fit for search before anyone trusts its trees, in the spirit of Gymnasium's
 environment checker (``josh check-env NAME`` prints its table; a plugin's own tests call it).
 
-Checks, each timed: the contract (every ``Env`` member, ``josh.envs.base``); the tool schemas (OpenAI function
+Checks, each timed: the contract (every ``Env`` member, ``josh.core.env``); the tool schemas (OpenAI function
 schemas whose parameters are valid JSON Schema: ``jsonschema`` when installed, else a structural check); every split
 loads; ``reset`` and ``call`` are deterministic; random fork trees, their calls interleaved across branches, equal a
 fresh replay of each branch's calls (isolation: no per-branch field shared); hostile calls (fuzzed names and
@@ -130,7 +130,7 @@ def _timed(name: str, run: Callable[[], str]) -> Check:
 
 def _contract(env: Env) -> str:
     if missing := missing_members(env):
-        raise _Failed(f"lacks {', '.join(missing)} (subclass josh.envs.base.EnvBase)")
+        raise _Failed(f"lacks {', '.join(missing)} (subclass josh.core.env.EnvBase)")
     if not isinstance(env.tools, list) or not env.tools:
         raise _Failed("tools must be a non-empty list of function schemas")
     return f"{len(env.tools)} tools"

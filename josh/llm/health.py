@@ -1,7 +1,7 @@
 """The one failure policy of every runner: an LLM request that failed after the backend's own retries is a failure,
 never a result, and a backend that is down stops the run.
 
-Per piece of work (a conversation, a search tree, a judgement), ``josh.llm.base.failures_noted`` collects the
+Per piece of work (a conversation, a search tree, a judgement), ``josh.core.llm.failures_noted`` collects the
 failed requests; a runner records such a piece as failed (its ``failed`` field), leaves it out of every metric and
 of training data, and does it again on rerun. Per backend, ``Usage`` keeps the latest request outcomes, and
 ``failing_backend`` says the backend is down when ``max_consecutive`` requests failed in a row (``NEVER_ANSWERED``

@@ -31,8 +31,8 @@ from openenv.core.env_server.types import Action, EnvironmentMetadata, Observati
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from josh.core.env import ConversationState, Env
 from josh.envs import build_env
-from josh.envs.base import ConversationState, Env
 from josh.run.components import build_llms, check_llms
 from josh.run.step import USER_CONTEXT_LENGTH
 from josh.run.user_turn import user_turn

@@ -4,8 +4,8 @@ import pytest
 
 from josh.agents import make_agent
 from josh.agents.prompting import examples
+from josh.core.llm import Completion, Sampling
 from josh.harvest.extract import ExtractConfig, ExtractStats, extract_rows
-from josh.llm.base import Completion, Sampling
 from josh.search.algorithm import SearchConfig, search
 from josh.users import make_user
 

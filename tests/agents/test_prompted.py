@@ -10,7 +10,7 @@ import pytest
 from josh.agents import agent_strategies, make_agent
 from josh.agents.prompted import PromptedAgent
 from josh.agents.react import END_MARKER
-from josh.llm.base import Completion, LLMError
+from josh.core.llm import Completion, LLMError
 from josh.llm.scripted import ScriptedLLM
 from josh.types import ErrorCategory, Goal, Task, ToolCall, user
 from tests.fakes.conversation import ToyEnv

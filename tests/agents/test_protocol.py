@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from josh.agents import protocol_named
 from josh.agents.prompting import examples
+from josh.core.llm import Completion
 from josh.core.parsing import unfence
-from josh.llm.base import Completion
 from josh.types import ToolCall, assistant, tool_result, user
 
 NAMES = ["act", "react", "function_calling"]

@@ -8,9 +8,9 @@ import pytest
 
 from josh.agents import make_agent
 from josh.agents.react import END_MARKER
+from josh.core.llm import Sampling
 from josh.envs.toolwoz.data import load_toolwoz
 from josh.envs.toolwoz.env import ToolWOZEnv
-from josh.llm.base import Sampling
 from josh.llm.scripted import ScriptedLLM
 from josh.types import user
 

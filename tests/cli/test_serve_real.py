@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from josh.cli.main import app
 from josh.cli.serve import ModelServer, served_folder
-from josh.llm.base import Sampling
+from josh.core.llm import Sampling
 from josh.llm.factory import make_llm
 from josh.types import Message
 from tests.cli.conftest import SERVER_OPTIONS

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from josh.core.env import ConversationState, EnvBase
 from josh.envs import build_env
-from josh.envs.base import ConversationState, EnvBase
 from josh.envs.checker import EnvCheckError, check_env
 from josh.types import CallRecord, ErrorCategory, Task, ToolCall, ToolResult
 

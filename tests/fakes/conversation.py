@@ -15,10 +15,10 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 
-from josh.agents.base import AgentTurn, PromptFrame
-from josh.envs.base import ConversationState, EnvBase
+from josh.core.agent import AgentTurn, PromptFrame
+from josh.core.env import ConversationState, EnvBase
+from josh.core.user import UserTurn
 from josh.types import CallRecord, ErrorCategory, Goal, Message, Task, ToolCall, ToolResult, assistant, tool_result
-from josh.users.base import UserTurn
 
 Path = tuple[int, ...]
 

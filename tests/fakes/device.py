@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from josh.agents.base import AgentTurn, PromptFrame
-from josh.envs.base import ConversationState
-from josh.llm.base import Completion
+from josh.core.agent import AgentTurn, PromptFrame
+from josh.core.env import ConversationState
+from josh.core.llm import Completion
 from josh.types import ErrorCategory, Goal, Message, Task, ToolCall, ToolResult, assistant
 from josh.users.goal import STOP_MARKER
 from tests.fakes.conversation import FakeEnv

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from josh.core.llm import LLMError
 from josh.eval.judge.reply import reply_judge
 from josh.harvest.extract import ExtractConfig, extract
 from josh.harvest.judge_gate import JudgeGate
-from josh.llm.base import LLMError
 from josh.llm.scripted import ScriptedLLM
 from josh.run.spec_check import judge_problems
 from josh.search.algorithm import SearchConfig, search

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from josh.agents import agent_prompt
+from josh.core.llm import Completion
 from josh.harvest.warmstart import RenderError, WarmStartConfig, scripted_conversations, warm_start
-from josh.llm.base import Completion
 from josh.types import Message, ToolCall, assistant, tool_result, user
 
 PROTOCOLS = ["act", "react", "function_calling"]

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from josh.llm.base import LLMError, failures_noted
+from josh.core.llm import LLMError, failures_noted
 from josh.llm.health import BackendDownError, FailurePolicy, failing_backend, stop_if_failing
 from josh.llm.scripted import ScriptedLLM
 from josh.types import user

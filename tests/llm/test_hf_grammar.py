@@ -9,7 +9,7 @@ import pytest
 from josh.agents.act import RESPOND_ACTION, act_grammar, parse_act
 from josh.agents.grammar import call_schema
 from josh.agents.react import parse_react, react_grammar
-from josh.llm.base import LLMError, Sampling
+from josh.core.llm import LLMError, Sampling
 from josh.run.components import build_env
 from josh.types import system, user
 

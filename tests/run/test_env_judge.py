@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from josh.llm.base import LLMError, failures_noted
+from josh.core.llm import LLMError, failures_noted
 from josh.llm.scripted import ScriptedLLM
 from josh.run.components import ComponentOptions, run_judge
 from josh.run.env_judge import blocking_chat

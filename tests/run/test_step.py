@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from josh.llm.base import LLMError
+from josh.core.llm import LLMError
 from josh.run.conversation import run_conversation
 from josh.run.step import agent_step, user_step
 from josh.search.algorithm import SearchConfig, search

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from josh.core.llm import LLMError
 from josh.eval.evaluate import evaluate
 from josh.harvest.extract import ExtractConfig, rejection
-from josh.llm.base import LLMError
 from josh.llm.scripted import ScriptedLLM
 from josh.run.conversation import run_conversation
 from josh.search.algorithm import SearchConfig, search

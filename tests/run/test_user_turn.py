@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from josh.llm.base import Completion
+from josh.core.llm import Completion
 from josh.llm.scripted import ScriptedLLM
 from josh.run.conversation import run_conversation
 from josh.run.user_turn import run_user_calls, user_turn
@@ -91,7 +91,7 @@ async def test_the_steps_of_one_user_turn_are_bounded() -> None:
 async def test_a_reply_with_calls_and_text_is_one_step_and_calls_need_user_tools() -> None:
     class Both:
         async def reply(self, task: object, transcript: list[Message]) -> object:
-            from josh.users.base import UserTurn
+            from josh.core.user import UserTurn
 
             return UserTurn(text="Done.", tool_calls=[ToolCall(name="toggle_data")])
 

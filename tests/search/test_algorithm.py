@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from josh.llm.base import LLMError
+from josh.core.llm import LLMError
 from josh.search.algorithm import SearchConfig, search
 from josh.search.tree import Tree, path_messages
 from josh.types import ErrorCategory

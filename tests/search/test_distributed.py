@@ -171,7 +171,7 @@ def test_hf_backend_with_smollm2_runs_on_ray(cluster, tmp_path) -> None:
     """One actor loads SmolLM2 and searches both tasks, prompted without worked examples or the tool listing (214
     tokens, not 828): the hf backend inside a Ray actor is what is tested (each actor is a process that imports torch
     and loads the model; sharding over actors is the fake tests' to check)."""
-    from josh.llm.base import Sampling
+    from josh.core.llm import Sampling
 
     components = ComponentOptions(
         split="train", agent="react", backend="hf", model="smollm2", user="agenda", limit=2,

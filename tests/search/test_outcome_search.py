@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from josh.agents.base import AgentTurn, PromptFrame
-from josh.envs.base import ConversationState
+from josh.core.agent import AgentTurn, PromptFrame
+from josh.core.env import ConversationState
 from josh.search.algorithm import SearchConfig, search
 from josh.types import Message, ToolCall, assistant, tool_result
 

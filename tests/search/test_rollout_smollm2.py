@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from josh.core.llm import Sampling
 from josh.harvest.extract import ExtractConfig, extract
-from josh.llm.base import Sampling
 from josh.run.components import build_env
 from josh.search.algorithm import SearchConfig
 from josh.search.rollout import TREES_FILE, RolloutConfig, run_rollouts

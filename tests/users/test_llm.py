@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from josh.llm.base import Completion, LLMError
+from josh.core.llm import Completion, LLMError
 from josh.llm.scripted import ScriptedLLM
 from josh.types import Task, assistant, user
 from josh.users import make_user, user_kinds

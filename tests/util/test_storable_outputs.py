@@ -12,10 +12,10 @@ from josh.agents import make_agent
 from josh.agents.act import parse_act
 from josh.agents.function_calling import parse_tool_calls
 from josh.agents.react import parse_react
+from josh.core.llm import Completion
 from josh.core.parsing import read_call
 from josh.envs.toolwoz.agenda import AgendaUser
 from josh.eval.evaluate import evaluate, load_results
-from josh.llm.base import Completion
 from josh.llm.scripted import ScriptedLLM
 from josh.run.components import build_env
 from josh.search.tree import Node, Tree

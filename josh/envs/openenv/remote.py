@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from josh.envs.base import ConversationState, EnvBase
+from josh.core.env import ConversationState, EnvBase
 from josh.envs.openenv.server import call_action, get, name_of, opening_text, probe, tool_answer
 from josh.envs.openenv.sessions import Action, Sessions, Step
 from josh.types import CallRecord, ErrorCategory, Goal, Message, Task, ToolCall, ToolResult

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from josh.agents.base import Agent
 from josh.agents.replay import DONE_REPLY, ReplayAgent, final_reply, gold_calls
-from josh.envs.base import ConversationState
+from josh.core.agent import Agent
+from josh.core.env import ConversationState
+from josh.core.user import UserSimulator
 from josh.envs.taubench.user import STOP, TauScriptedUser, opening_line
 from josh.types import Goal, Message, Task, ToolCall, ToolResult, assistant, user
-from josh.users.base import UserSimulator
 
 
 class CounterEnv:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from josh.core.llm import LLMError
 from josh.envs import build_env
 from josh.envs.tau2 import Tau2Error
-from josh.llm.base import LLMError
 from josh.llm.scripted import ScriptedLLM
 from josh.run.env_judge import attach_judge
 from josh.types import Message

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from josh.agents import register_agent
-from josh.agents.base import AgentTurn
 from josh.agents.replay import ReplayAgent
-from josh.envs.base import ConversationState
+from josh.core.agent import AgentTurn
+from josh.core.env import ConversationState
 from josh.envs.tau2 import Tau2Env
 from josh.types import Message
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from josh.agents.replay import ReplayAgent
+from josh.core.env import ConversationState, Env
 from josh.envs import build_env
-from josh.envs.base import ConversationState, Env
 from josh.envs.taubench import TauBenchEnv, details_of
 from josh.envs.taubench.user import TauScriptedUser
 from josh.run.conversation import run_conversation

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from josh.core.user import UserTurn
 from josh.envs.toolwoz.agenda import AgendaUser
 from josh.envs.toolwoz.task import DomainGoal, make_task
 from josh.types import Message, Task, assistant, user
 from josh.users import make_user
-from josh.users.base import UserTurn
 
 
 def restaurant_task(task_id: str = "agenda_rest") -> Task:

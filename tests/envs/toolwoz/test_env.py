@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from josh.envs.base import ConversationState, Env
+from josh.core.env import ConversationState, Env
 from josh.envs.toolwoz.db import ToolWOZDB
 from josh.envs.toolwoz.env import ToolWOZEnv
 from josh.envs.toolwoz.schema import TOOLS

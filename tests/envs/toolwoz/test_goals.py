@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from josh.envs.base import ConversationState
+from josh.core.env import ConversationState
 from josh.envs.toolwoz.db import ToolWOZDB
 from josh.envs.toolwoz.env import ToolWOZEnv
 from josh.envs.toolwoz.goals import TaskError, TaskPlan

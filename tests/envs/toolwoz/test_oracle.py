@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from josh.agents import make_agent
-from josh.envs.base import ConversationState
+from josh.core.env import ConversationState
 from josh.envs.toolwoz.env import ToolWOZEnv
 from josh.envs.toolwoz.oracle import OracleAgent, UserView, _holds_to_fail
 from josh.envs.toolwoz.task import DomainGoal, details_of, make_task

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from josh.envs.base import ConversationState, EnvBase
+from josh.core.env import ConversationState, EnvBase
 from josh.types import CallRecord, ErrorCategory, Message, Task, ToolCall, ToolResult
-from josh.users.base import UserTurn
+from josh.core.user import UserTurn
 
 WORDS = {"train": ("apple", "river", "stone"), "test": ("cloud", "ember")}
 
