@@ -19,7 +19,6 @@ JUDGE_OPTION_HELP = "judge backend setting, KEY=VALUE, repeatable (e.g. base_url
 JUDGE_MAX_TOKENS = 400  # JudgeSpec.max_tokens's default (josh.run.spec is not imported here: it keeps --help light)
 JUDGE_MAX_TOKENS_HELP = "most tokens the judge writes per answer (an answer cut short counts as a failed judgement)"
 JUDGE_GRAMMAR_HELP = "constrain the judge's answer with a grammar (off for servers that take none: josh serve; OpenAI's API never gets one)"
-OLD_JUDGE_FLAGS = "--backend, --model, --llm-option and --grammar"
 
 
 def judge_spec(
@@ -56,21 +55,6 @@ def judge_spec(
     return spec
 
 
-def refuse_old_judge_flags(command: str, *given: object) -> None:
-    """A clear error for the judge flags the judging commands no longer take (the judge is ``--judge``)."""
-    if any(value not in (None, [], ()) for value in given):
-        raise ValueError(
-            f"{command} takes its judge as --judge BACKEND:MODEL, its settings as --judge-option KEY=VALUE and "
-            f"--judge-grammar/--no-judge-grammar; {OLD_JUDGE_FLAGS} are gone "
-            "(e.g. --backend openai --model gpt-4.1 is --judge openai:gpt-4.1)"
-        )
-
-
-def _old(flag: str) -> Any:
-    """A hidden removed flag, kept only to answer its use with ``refuse_old_judge_flags``'s error."""
-    return typer.Option(None, flag, hidden=True)
-
-
 def judge_after_eval(folder: Path, spec: Any, env: Any) -> None:
     """``josh eval --judge``: the finished evaluation judged, and the judge's table."""
     from josh.eval.judge.session import (  # deferred: keeps josh --help light
@@ -105,10 +89,6 @@ def judge(
     calibrate: bool = typer.Option(
         False, "--calibrate", help="judge the shipped hand-labelled turns instead of a run: agreement per dimension"
     ),
-    backend: str | None = _old("--backend"),
-    model: str | None = _old("--model"),
-    llm_options: list[str] | None = _old("--llm-option"),
-    grammar: bool | None = typer.Option(None, "--grammar/--no-grammar", hidden=True),
 ) -> None:
     """Score every agent reply of an evaluation on cohesion, backend consistency and policy compliance (TD-Eval)."""
     from josh.eval.judge.session import (  # deferred: keeps josh --help light
@@ -119,7 +99,6 @@ def judge(
         self_judging,
     )
 
-    refuse_old_judge_flags("josh judge", backend, model, llm_options, grammar)
     spec = judge_spec(judge, judge_options, grammar=judge_grammar, concurrency=concurrency, max_tokens=judge_max_tokens)
     if calibrate:
         from josh.eval.judge.calibration import calibrate as run_calibration  # deferred: keeps josh --help light
@@ -155,10 +134,6 @@ def arena(
     concurrency: int = typer.Option(8, min=1, help="judge requests in flight at the same time"),
     judge_grammar: bool = typer.Option(True, help=JUDGE_GRAMMAR_HELP),
     judge_max_tokens: int = typer.Option(200, min=1, help="most tokens the judge writes per verdict"),
-    backend: str | None = _old("--backend"),
-    model: str | None = _old("--model"),
-    llm_options: list[str] | None = _old("--llm-option"),
-    grammar: bool | None = typer.Option(None, "--grammar/--no-grammar", hidden=True),
 ) -> None:
     """Compare runs conversation by conversation: a judge picks the better agent of each pair, in both orders, and
     the runs are ranked by Bradley-Terry strength and Elo (TD-Eval's arena)."""
@@ -167,7 +142,6 @@ def arena(
     from josh.eval.judge.arena import load_runs, shared_keys  # deferred: keeps josh --help light
     from josh.eval.judge.arena_runner import arena_session, arena_table, skipped_counts  # deferred: as above
 
-    refuse_old_judge_flags("josh arena", backend, model, llm_options, grammar)
     spec = judge_spec(judge, judge_options, grammar=judge_grammar, concurrency=concurrency, max_tokens=judge_max_tokens)
     loaded = load_runs(runs)
     shared = len(shared_keys(loaded))

@@ -32,7 +32,7 @@ from josh.eval.judge.rubric import TurnJudgement
 from josh.eval.judge.runner import by_judge, latest, load_judgements
 from josh.run.diagnostics import CLASS_LABELS, CallVerdict
 from josh.search.tree import Node, Tree, trees_file
-from josh.types import Goal, Message
+from josh.types import Goal
 from josh.util.atomic import write_atomic
 from josh.util.jsonl import iter_jsonl
 from josh.util.layout import JUDGE_SUMMARY, RESULTS, TREES
@@ -81,11 +81,6 @@ def protocol_of(tree: Tree) -> AgentProtocol:
     texts = [m.content or "" for n in tree.nodes for m in n.messages if m.role == "user"]
     found = (p for p in protocols() if p.result_prefix and any(t.startswith(p.result_prefix) for t in texts))
     return next(found, protocol_named("react"))
-
-
-def turn_steps(messages: list[Message], reply: str | None, protocol: AgentProtocol | None = None) -> list[Step]:
-    """The readable steps of one agent turn (see ``AgentProtocol.steps``; ReACT when no protocol is given)."""
-    return (protocol or protocol_named("react")).steps(messages, reply)
 
 
 def label_calls(steps: list[Step], verdicts: list[CallVerdict]) -> list[Step]:

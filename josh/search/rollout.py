@@ -31,7 +31,7 @@ from josh.core.user import UserSimulator
 from josh.llm.health import stop_if_failing
 from josh.run.components import ComponentOptions, build_components
 from josh.run.info import RunInfo
-from josh.run.resumable import Session, finished_keys, run_session
+from josh.run.resumable import Session, run_session
 from josh.search.algorithm import SearchConfig, search
 from josh.search.tree import Tree
 from josh.types import ErrorCategory, Task
@@ -102,12 +102,6 @@ def _read_key(value: Any) -> tuple[str, bool] | None:
     if not isinstance(value, dict) or "task_id" not in value:
         return None
     return str(value["task_id"]), bool(value.get("failed"))
-
-
-def finished_ids(trees_path: Path) -> set[str]:
-    """Task ids whose latest tree in ``trees_path`` is finished (not ``failed``); a torn last line is cut off so
-    appends start on a clean line."""
-    return finished_keys(_scan(trees_path))
 
 
 def summarize(trees_path: Path) -> RunStats:

@@ -25,7 +25,6 @@ from josh.cli.view import (
     page_name,
     protocol_of,
     render_tree,
-    turn_steps,
     write_index,
     write_task,
 )
@@ -198,7 +197,7 @@ def test_react_text_is_split_into_commands_with_results_paired() -> None:
         user("FEEDBACK your last output could not be used: no command."),
         assistant("SPEAK Acorn is free. <COMMAND_END>"),
     ]
-    steps = turn_steps(messages, "Acorn is free.")
+    steps = protocol_named("react").steps(messages, "Acorn is free.")
     assert [s.kind for s in steps] == ["plan", "call", "feedback", "speak"]
     assert steps[1].name == "search_hotel" and json.loads(steps[1].arguments) == {"area": "north"}
     assert json.loads(steps[1].result or "") == [{"name": "acorn"}]
@@ -211,7 +210,7 @@ def test_unpaired_results_and_unreadable_calls_are_still_shown() -> None:
         user("APIRETURN one line only"),
         tool_result("call_unknown", "orphan"),
     ]
-    steps = turn_steps(messages, None)
+    steps = protocol_named("react").steps(messages, None)
     assert [s.kind for s in steps] == ["call", "call", "result", "result"]
     assert steps[0].name == "" and steps[0].arguments == "not json"
     assert [s.body for s in steps[2:]] == ["APIRETURN one line only", "orphan"]
@@ -225,7 +224,7 @@ ACT_TURN = [
 
 
 def test_act_actions_are_calls_paired_with_their_observations() -> None:
-    steps = turn_steps(ACT_TURN, "Acorn is free.", protocol_named("act"))
+    steps = protocol_named("act").steps(ACT_TURN, "Acorn is free.")
     assert [s.kind for s in steps] == ["call", "speak"]
     assert steps[0].name == "search_hotel" and json.loads(steps[0].arguments) == {"area": "north"}
     assert json.loads(steps[0].result or "") == [{"name": "acorn"}]

@@ -8,8 +8,9 @@ import pytest
 
 from josh.run.resumable import DuplicateKeyError
 from josh.search.algorithm import SearchConfig
-from josh.search.rollout import STATS_FILE, TREES_FILE, RolloutConfig, finished_ids, run_rollouts
+from josh.search.rollout import STATS_FILE, TREES_FILE, RolloutConfig, run_rollouts
 from josh.search.tree import Tree
+from josh.util.jsonl import iter_jsonl
 from tests.fakes.conversation import FakeEnv, TableAgent, TableUser, make_task
 
 
@@ -72,7 +73,7 @@ async def test_torn_last_line_is_cut_and_the_task_rerun(tmp_path) -> None:
     text = path.read_text()
     keep = text.splitlines(keepends=True)[:2]
     path.write_text("".join(keep) + text.splitlines()[2][:50])
-    assert len(finished_ids(path)) == 2 and path.read_text() == "".join(keep)
+    assert len(list(iter_jsonl(path, repair=True))) == 2 and path.read_text() == "".join(keep)
     await run_rollouts(tasks(3), FakeEnv(), agent(), TableUser(), tmp_path, CONFIG, progress=False)
     assert sorted(r["task_id"] for r in lines(path)) == ["task00", "task01", "task02"]
 
