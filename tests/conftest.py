@@ -110,6 +110,7 @@ SHARED_SETUP = {
 # scopes with the most tests first, which put these modules of a few slow tests last. Only an order: a stale entry
 # costs balance, never a test.
 LONGEST_FIRST = (
+    "tests/docs/test_runbook.py",  # ~380 s in make test-vllm (the GPU runbook rehearsed); skipped in make test
     "tests/cli/test_serve_real.py",  # ~160 s
     "tests/training/test_sharded.py",  # ~70 s
     "tests/loop/test_smollm2.py",  # ~65 s
