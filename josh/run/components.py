@@ -17,7 +17,7 @@ from pydantic import Field
 from josh.agents import AGENTS, Agent, make_agent
 from josh.core.env import Env
 from josh.core.llm import LLM, Sampling, run_session
-from josh.envs import ENVIRONMENTS, build_env
+from josh.envs import ENVIRONMENTS, build_env, check_data
 from josh.envs.openenv import is_remote, served_name
 from josh.llm.config import LLMConfig, LLMKey
 from josh.llm.factory import BACKENDS, build_llm, check_buildable, llm_config
@@ -79,7 +79,8 @@ def check_names(options: ComponentOptions) -> None:
     """Raise ``ValueError`` for an unknown environment, agent or user, an agent or user that does not run on the
     environment, or an option it (or the agent's backend, ``--llm-option``) does not take (before anything is
     loaded). An OpenEnv server (``openenv:URL``) is asked its name, which the agent is checked against; its own user
-    answers, so ``--user`` stays rule-based."""
+    answers, so ``--user`` stays rule-based. A ``--data`` the environment would ignore is refused."""
+    check_data(options.env, options.data)
     if is_remote(options.env):
         AGENTS.check(options.agent, env=served_name(options.env), options=options.agent_options)
         if USERS.get(options.user).needs_model:

@@ -44,12 +44,11 @@ def run_command(
         if output is not None:
             loaded.output_dir, loaded.run_name = output.parent, output.name
         if plan:
-            from josh.training.launch import world_size  # deferred: keeps josh --help light
+            from josh.training.launch import process_rank, world_size  # deferred: keeps josh --help light
             from josh.training.runner import plan as training_plan  # deferred: keeps josh --help light
 
-            return print_plan(
-                f"josh train {method} --plan", training_plan(loaded, resume=resume, processes=world_size())
-            )
+            lines = training_plan(loaded, resume=resume, processes=world_size())  # every process checks
+            return print_plan(f"josh train {method} --plan", lines) if process_rank() == 0 else None
         run_dir = train(loaded, resume=resume, source=str(recipe))
     from accelerate import PartialState
 

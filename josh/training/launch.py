@@ -39,6 +39,15 @@ def world_size() -> int:
     return 1
 
 
+def process_rank() -> int:
+    """This process's rank in a distributed launch (0 outside one)."""
+    for name in ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK"):
+        value = os.environ.get(name)
+        if value and value.isdigit():
+            return int(value)
+    return 0
+
+
 def check_cpu_launch() -> None:
     """Refuse ``accelerate launch --cpu --num_processes N`` (N > 1), which silently starts a single process."""
     cpu_flag = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes")

@@ -96,6 +96,13 @@ def test_a_new_environment_is_refused_by_agents_bound_to_another(extended: None,
     )
 
 
+def test_a_new_environment_with_tasks_of_its_own_refuses_a_data_source(extended: None, tmp_path: Path) -> None:
+    args = ["eval", "--env", "library", "--agent", "tagged", "--user", "echo", "--backend", "scripted", "--plan"]
+    refused = CliRunner().invoke(app, [*args, "--data", "toolwoz", "--out", str(tmp_path)])
+    assert refused.exit_code == 2
+    assert "--env library has one shelf of its own and takes no --data; drop --data toolwoz" in refused.output
+
+
 @pytest.fixture
 def arms_restored() -> Iterator[None]:
     """The registered arms as they were, after a test that registers one."""

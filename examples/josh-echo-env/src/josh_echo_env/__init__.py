@@ -100,7 +100,12 @@ def register_env() -> None:
     """The ``josh.environments`` entry point: ``--env echo``."""
     from josh.envs import register_env as register
 
-    register("echo", lambda data: EchoEnv(), summary="example plugin: shout a word back (goal-less tasks)")
+    register(
+        "echo",
+        lambda data: EchoEnv(),
+        own_data="makes its own tasks",
+        summary="example plugin: shout a word back (goal-less tasks)",
+    )
 
 
 def register_user() -> None:
