@@ -94,7 +94,7 @@ def test_loop_plan_refuses_a_misspelt_key(tmp_path: Path) -> None:
 def test_train_plan_counts_rows_steps_and_the_effective_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     trees, rows = tmp_path / "trees", tmp_path / "rows"
     assert josh("rollout", *MINI, "--agent", "oracle", "--user", "agenda", "--limit", "3", "--out", trees)[0] == 0
-    assert josh("extract", trees, "--out", rows)[0] == 0
+    assert josh("extract", trees, "--out", rows, "--agent", "function_calling")[0] == 0
     out = tmp_path / "run"
     monkeypatch.setenv("WORLD_SIZE", "2")  # as under accelerate launch with two processes
     code, text = josh("train", "sft", "-r", ROOT / "recipes" / "tiny-sft.yaml", "--data", rows / "sft.jsonl",
