@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import email
 import importlib.metadata
+import os
 import subprocess
 import sys
 import zipfile
@@ -69,8 +70,10 @@ def bare_venv(wheel: Path, folder: Path) -> Path:
     (site,) = (folder / "lib").glob("python*/site-packages")
     (site / "core_deps.pth").write_text(f"{deps}\n")
     pip = [sys.executable, "-m", "pip", "--python", folder / "bin" / "python"]
-    subprocess.run([*pip, "install", "-q", "--no-deps", wheel], check=True, capture_output=True)
-    subprocess.run([*pip, "check"], check=True, capture_output=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # an earlier test's plugin on it is not core
+    subprocess.run([*pip, "install", "-q", "--no-deps", wheel], check=True, capture_output=True, env=env)
+    checked = subprocess.run([*pip, "check"], capture_output=True, text=True, env=env)
+    assert checked.returncode == 0, f"pip check in the bare venv:\n{checked.stdout}{checked.stderr}"
     return folder
 
 
