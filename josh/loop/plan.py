@@ -7,8 +7,6 @@ stages after it are listed as a run would reach them when each stage leaves some
 
 from __future__ import annotations
 
-import importlib.util
-
 from rich.console import Console
 from rich.table import Table
 
@@ -18,19 +16,8 @@ from josh.loop.seeds import seed_recipes
 from josh.loop.stages import Planned
 from josh.run.components import ComponentOptions
 from josh.run.plan import Bound, plan_run
-from josh.util.plan import NOTHING_RUN
-
-
-def trainer_packages(recipe: LoopRecipe) -> list[str]:
-    """The packages the recipe's training stages import; ``ValueError`` naming the install when one is missing."""
-    arms = [recipe.arm_recipe(key) for key in recipe.arm_keys] + [recipe.warm_kto]
-    needed = ["trl", "peft", "accelerate"]
-    if any(arm is not None and arm.quantization.load_in_4bit for arm in arms):
-        needed.append("bitsandbytes")
-    missing = [name for name in needed if importlib.util.find_spec(name) is None]
-    if missing:
-        raise ValueError(f"the recipe trains, which needs {', '.join(missing)}: pip install 'josh-agents[train]'")
-    return needed
+from josh.training.config import check_trainer_packages
+from josh.util.plan import NOTHING_RUN, plan_table
 
 
 def plan_stages(recipe: LoopRecipe) -> list[tuple[str, Planned]]:
@@ -46,25 +33,17 @@ def print_loop_plan(recipe: LoopRecipe, console: Console | None = None) -> None:
     console = console or Console()
     setup = recipe.setup.model_dump()
     resolved = plan_run(ComponentOptions(**setup, split=recipe.eval.split, limit=recipe.eval.limit))
-    packages = trainer_packages(recipe)
+    arms = [recipe.arm_recipe(key) for key in recipe.arm_keys] + [recipe.warm_kto]
+    packages = check_trainer_packages(arm for arm in arms if arm is not None)
     stages = plan_stages(recipe)
     console.print(f"# {recipe.run_dir}/loop.yaml, as the run would write it", highlight=False)
     console.print(recipe.to_yaml(), highlight=False, markup=False)
-    lines = {
-        "environment": f"{resolved.env} (data {resolved.data})",
-        "splits": ", ".join(f"{name} {size}" for name, size in resolved.splits.items()),
-        "evaluation": f"{resolved.tasks} {recipe.eval.split} tasks x {recipe.eval.trials} trials per model",
-        "agent": resolved.agent,
-        "user": resolved.user,
-        **{f"{role} LLM": loads for role, loads in resolved.llms.items()},
-        "trainer packages": ", ".join(packages),
-    }
-    table = Table(title=f"josh loop --plan: {recipe.run_dir}", show_header=False)
-    table.add_column(style="bold")
-    table.add_column(overflow="fold")
-    for key, value in lines.items():
-        table.add_row(key, value)
-    console.print(table)
+    lines = resolved.lines()
+    lines["tasks"] = (
+        f"{resolved.tasks} of {recipe.eval.split}: every model evaluated on them, {recipe.eval.trials} trial(s)"
+    )
+    lines["trainer packages"] = ", ".join(packages)
+    console.print(plan_table(f"josh loop --plan: {recipe.run_dir}", lines))
     console.print(_stage_table(recipe, stages))
     console.print(NOTHING_RUN, highlight=False)
 

@@ -3,8 +3,8 @@
 ``plan_run`` checks everything a run checks before its first conversation (names, options, backend settings and
 packages, that HTTP backends answer), then resolves what the run would load: the environment and the size of each of
 its splits, and the model folder every local backend would load (a model that is not installed fails here with the
-same line the run would print). ``conversation_bound`` and ``turn_bound`` bound what a conversation or one agent turn
-(a search expands at most ``SearchConfig.expanded_turns`` of them per task) can cost: at most this many agent and user LLM calls and generated tokens (a ceiling: conversations that end
+same line the run would print). ``conversation_bound`` and ``search_bound`` bound what a conversation or one task's
+search can cost: at most this many agent and user LLM calls and generated tokens (a ceiling: conversations that end
 early cost less; prompt tokens depend on the conversation and are not bounded). No model is loaded and nothing is
 written.
 """
@@ -20,6 +20,7 @@ from josh.envs.openenv import is_remote
 from josh.llm.config import LLMConfig
 from josh.llm.models import is_adapter_dir, resolve_model
 from josh.run.components import ComponentOptions, llm_keys, preflight
+from josh.types import Task
 from josh.users import USERS
 
 LOCAL_BACKENDS = ("hf", "vllm")
@@ -48,16 +49,32 @@ class Bound:
 
 @dataclass
 class RunPlan:
-    """A run resolved: its environment and splits, its components and the model each LLM would load."""
+    """A run resolved: its environment and splits, the tasks it would run, its components and the model each LLM
+    would load."""
 
     env: str
     data: str
     splits: dict[str, int]
     split: str
-    tasks: int
+    chosen: list[Task]
     agent: str
     user: str
     llms: dict[str, str] = field(default_factory=dict)  # role -> 'backend:model (what loads)'
+
+    @property
+    def tasks(self) -> int:
+        return len(self.chosen)
+
+    def lines(self) -> dict[str, str]:
+        """The plan's lines for the run: environment, splits, tasks, components and what each LLM loads."""
+        lines = {
+            "environment": f"{self.env} (data {self.data})",
+            "splits": ", ".join(f"{name} {size}" for name, size in self.splits.items()) or "(served)",
+            "tasks": f"{self.tasks} of {self.split}",
+            "agent": self.agent,
+            "user": self.user,
+        }
+        return lines | {f"{role} LLM": loads for role, loads in self.llms.items()}
 
 
 def _sampling_tokens(options: object, given: Sampling | None) -> int:
@@ -85,6 +102,12 @@ def turn_bound(options: ComponentOptions) -> Bound:
 def conversation_bound(options: ComponentOptions, max_turns: int) -> Bound:
     """At most what one conversation of ``max_turns`` agent turns costs (the user's opening message included)."""
     return turn_bound(options) * max_turns + opening_bound(options)
+
+
+def search_bound(options: ComponentOptions, turns: int) -> Bound:
+    """At most what one task's search costs when it expands at most ``turns`` agent turns
+    (``SearchConfig.expanded_turns``), each followed by a user reply."""
+    return turn_bound(options) * turns + opening_bound(options)
 
 
 def opening_bound(options: ComponentOptions) -> Bound:
@@ -120,10 +143,11 @@ def plan_run(options: ComponentOptions) -> RunPlan:
         if key is not None:
             llms[role] = _loads(configs[key])
     if is_remote(options.env):
-        return RunPlan(options.env, options.data, {}, options.split, 0, options.agent, options.user, llms)
+        return RunPlan(options.env, options.data, {}, options.split, [], options.agent, options.user, llms)
     env = build_env(options.env, options.data, options.env_options)
-    splits = {split: len(env.tasks(split)) for split in env.splits}
-    if options.split not in splits:
-        raise ValueError(f"--split {options.split}: {options.env} has the splits {', '.join(splits)}")
-    tasks = len(env.tasks(options.split)[: options.limit])
-    return RunPlan(options.env, options.data, splits, options.split, tasks, options.agent, options.user, llms)
+    loaded = {split: env.tasks(split) for split in env.splits}
+    if options.split not in loaded:
+        raise ValueError(f"--split {options.split}: {options.env} has the splits {', '.join(loaded)}")
+    splits = {split: len(tasks) for split, tasks in loaded.items()}
+    chosen = loaded[options.split][: options.limit]
+    return RunPlan(options.env, options.data, splits, options.split, chosen, options.agent, options.user, llms)

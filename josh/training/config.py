@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,18 @@ def check_report_to(report_to: list[str]) -> None:
         ):
             extra = "pip install 'josh-agents[wandb]'" if name == "wandb" else "pip install tensorboard"
             raise RecipeError(f"report_to lists {name!r} but it is not installed: {extra}, or drop it")
+
+
+def check_trainer_packages(recipes: Iterable[TrainRecipe]) -> list[str]:
+    """The packages training on ``recipes`` imports (TRL, PEFT, accelerate; bitsandbytes for a 4-bit one), checked
+    installed; ``RecipeError`` naming the install when one is missing."""
+    needed = ["trl", "peft", "accelerate"]
+    if any(recipe.quantization.load_in_4bit for recipe in recipes):
+        needed.append("bitsandbytes")
+    missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    if missing:
+        raise RecipeError(f"training needs {', '.join(missing)}, not installed: pip install 'josh-agents[train]'")
+    return needed
 
 
 def check_liger_kernel(enabled: bool) -> None:

@@ -8,7 +8,6 @@ resolved ``recipe.yaml``, ``metrics.json`` (loss curve, tokens, runtime, tokens/
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import time
@@ -17,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from josh.training import data as data_mod
-from josh.training.config import check_liger_kernel, check_report_to, optimizer_steps, with_min_steps
+from josh.training.config import (
+    check_liger_kernel,
+    check_report_to,
+    check_trainer_packages,
+    optimizer_steps,
+    with_min_steps,
+)
 from josh.training.launch import process_state
 from josh.training.memory import lean_loss_head
 from josh.training.model import load_model, load_tokenizer, model_path
@@ -123,10 +128,7 @@ def _prepare_rows(recipe: TrainRecipe) -> tuple[list[dict[str, Any]], Any]:
 def plan(recipe: TrainRecipe, *, resume: bool = False, processes: int = 1) -> dict[str, str]:
     """What ``train`` would do, checked as it checks before loading a model (the model installed, the trainer's
     packages, the data, the lengths, the run folder) and nothing trained or written: each line of the plan."""
-    packages = ["trl", "peft", *(["bitsandbytes"] if recipe.quantization.load_in_4bit else [])]
-    missing = [name for name in packages if importlib.util.find_spec(name) is None]
-    if missing:
-        raise RecipeError(f"training needs {', '.join(missing)}, not installed: pip install 'josh-agents[train]'")
+    check_trainer_packages([recipe])
     model = model_path(recipe.model.name)
     rows, _, checkpoint = prepare(recipe, resume=resume)
     lines = {"method": recipe.method, "model": str(model)}

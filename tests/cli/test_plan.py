@@ -43,6 +43,8 @@ def test_rollout_plan_counts_what_a_resume_leaves(tmp_path: Path) -> None:
     code, text = josh("rollout", *MINI, "--agent", "oracle", "--user", "agenda", "--limit", "5", "--out", out, "--plan")
     assert code == 0, text
     assert "3 trees already done" in text and "2 to search" in text
+    code, text = josh("rollout", *MINI, "--agent", "oracle", "--user", "agenda", "--limit", "2", "--out", out, "--plan")
+    assert code == 0 and "2 trees already done" in text and "0 to search" in text  # only the planned tasks count
     assert sorted((p.name, p.stat().st_mtime) for p in out.iterdir()) == before
 
 

@@ -145,8 +145,7 @@ class StageContext:
         agent's model under the name its server answers to)."""
         if self.served is not None:
             model = self.served.name(model)
-        spec = {**self.recipe.setup.model_dump(), "model": model}
-        return self.builder(ComponentOptions(**spec, split=split, agent_sampling=sampling))
+        return self.builder(self.options(split, model, sampling))
 
     def setup_settings(self) -> dict[str, Any]:
         """The run spec as the stages that use it record it (the model is their input, not a setting)."""

@@ -10,7 +10,7 @@ from josh.core.llm import Sampling
 from josh.llm.health import require_complete, stop_if_failing
 from josh.loop.stages.base import Stage, StageContext, complete
 from josh.loop.stages.manifest import Input
-from josh.run.plan import Bound, opening_bound, turn_bound
+from josh.run.plan import Bound, search_bound
 from josh.search.rollout import RolloutConfig, run_rollouts
 from josh.types import Task
 from josh.util.layout import ROLLOUT_STATS as STATS_FILE
@@ -66,8 +66,7 @@ class RolloutStage(Stage):
 
     def bound(self) -> Bound:
         options = self.ctx.options(self.spec.split, str(self.policy), self.spec.sampling)
-        turns = turn_bound(options) * self.spec.search.expanded_turns
-        return (turns + opening_bound(options)) * len(self.tasks)
+        return search_bound(options, self.spec.search.expanded_turns) * len(self.tasks)
 
     def done(self) -> bool:
         return complete(self.stats)  # written when the search ends, also after a crash; whole once none is pending
