@@ -7,7 +7,7 @@ import re
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Coroutine, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -143,15 +143,20 @@ _NOTED: ContextVar[list[str] | None] = ContextVar("josh_llm_failures", default=N
 
 
 @contextmanager
-def failures_noted() -> Iterator[list[str]]:
-    """The messages of every LLM request that fails inside the block, in this task and the tasks it starts (one
-    conversation, one search tree): a piece of work that hit one is a failure, not a result."""
+def collected(var: ContextVar[list[str] | None]) -> Iterator[list[str]]:
+    """A fresh list in ``var`` for the block, in this task and the tasks it starts; the list before it afterwards."""
     noted: list[str] = []
-    token = _NOTED.set(noted)
+    token = var.set(noted)
     try:
         yield noted
     finally:
-        _NOTED.reset(token)
+        var.reset(token)
+
+
+def failures_noted() -> AbstractContextManager[list[str]]:
+    """The messages of every LLM request that fails inside the block, in this task and the tasks it starts (one
+    conversation, one search tree): a piece of work that hit one is a failure, not a result."""
+    return collected(_NOTED)
 
 
 def note_failure(error: BaseException) -> None:

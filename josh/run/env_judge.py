@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
-from josh.core.llm import LLM, ContextLengthError, LLMError, Sampling
+from josh.core.llm import LLM, ContextLengthError, LLMError, Sampling, collected
 from josh.llm.config import LLMKey
 from josh.registry import parse_backend_model
 from josh.types import Message
@@ -36,15 +36,9 @@ MAX_JUDGE_TOKENS = 1024
 _OVERFLOWED: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("josh_judge_overflows", default=None)
 
 
-@contextmanager
-def judge_overflows() -> Iterator[list[str]]:
+def judge_overflows() -> AbstractContextManager[list[str]]:
     """The lines of the environment judge's requests inside the block whose prompt outgrew the judge's context."""
-    noted: list[str] = []
-    token = _OVERFLOWED.set(noted)
-    try:
-        yield noted
-    finally:
-        _OVERFLOWED.reset(token)
+    return collected(_OVERFLOWED)
 
 
 def env_judge(
