@@ -182,11 +182,16 @@ class Registry:
     def check(self, name: str, *, env: str | None = None, options: Mapping[str, Any] | None = None) -> Entry:
         """The entry for ``name``, after checking that it supports ``env`` and accepts ``options``."""
         entry = self.get(name)
-        if env is not None and not entry.supports(env):
-            envs = ", ".join(entry.envs or ())
-            raise ValueError(f"the {entry.name} {self.noun} runs on {envs} only, not on environment {env!r} (--env)")
+        if env is not None and (problem := self.unsupported(entry, env)):
+            raise ValueError(f"{problem} (--env)")
         self.parse(entry, options or {})
         return entry
+
+    def unsupported(self, entry: Entry, env: str) -> str | None:
+        """Why ``entry`` cannot run on the environment ``env``; None when it can."""
+        if entry.supports(env):
+            return None
+        return f"the {entry.name} {self.noun} runs on {', '.join(entry.envs or ())} only, not on environment {env!r}"
 
     def parse(self, entry: Entry, options: Mapping[str, Any]) -> BaseModel:
         """``options`` validated by the entry's options model; ``ValueError`` naming the entry, the option and the

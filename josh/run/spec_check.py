@@ -18,7 +18,7 @@ from josh.agents import AGENTS
 from josh.envs import ENVIRONMENTS
 from josh.envs.openenv import is_remote
 from josh.llm.factory import BACKENDS
-from josh.registry import Entry, Registry, parse_backend_model
+from josh.registry import Registry, parse_backend_model
 from josh.run.env_judge import JUDGE_OPTION, JUDGE_SETTINGS_OPTION
 from josh.run.spec import JudgeSpec
 from josh.users import USERS
@@ -50,13 +50,10 @@ def _path(loc: Loc) -> str:
 def _supports(registry: Registry, name: str, env: str, where: Loc) -> list[str]:
     """An agent or user that does not run on ``env``, as a problem at ``where``."""
     try:
-        entry: Entry = registry.get(name)
+        problem = registry.unsupported(registry.get(name), env)
     except ValueError:
         return []  # options_problems names it
-    if entry.supports(env):
-        return []
-    envs = ", ".join(entry.envs or ())
-    return [f"{_path(where)}: the {entry.name} {registry.noun} runs on {envs} only, not on {env!r}"]
+    return [f"{_path(where)}: {problem}"] if problem else []
 
 
 def _env_judge_problems(env_options: Mapping[str, Any], where: Loc) -> list[str]:
