@@ -25,7 +25,7 @@ from josh.agents import AGENTS, Agent, agent_prompt
 from josh.core.env import Env
 from josh.core.llm import LLM, run_session
 from josh.core.user import UserSimulator
-from josh.envs import ENVIRONMENTS, build_env
+from josh.envs import build_env
 from josh.envs.checker import CheckReport
 from josh.envs.checker import check_env as _check_env
 from josh.eval.evaluate import evaluate as _evaluate
@@ -62,8 +62,8 @@ class Evaluation(NamedTuple):
 
 
 def make_env(name: str = "toolwoz", data: str = "default", **options: Any) -> Env:
-    """The environment ``name`` on its ``data`` ('default': its own; ToolWOZ: 'mini', 'toolwoz' or a folder)."""
-    ENVIRONMENTS.check(name, options=options)
+    """The environment ``name`` on its ``data`` ('default': its own; ToolWOZ: 'mini', 'toolwoz' or a folder), or an
+    OpenEnv server (``openenv:URL``)."""
     return build_env(name, data, options)
 
 
