@@ -38,6 +38,12 @@ class RolloutSpec(StrictModel):
     split: str = "train"
     skip: int = Field(0, ge=0, description="tasks skipped at the start of the split (e.g. the warm start's)")
     tasks: int | None = Field(None, ge=1, description="tasks per round (default: the rest of the split)")
+    exclude: Path | None = Field(
+        None,
+        description="a JSONL file of records with a task_id (e.g. import-paper's trees.jsonl) or a text file of task "
+        "ids, one a line: those tasks are left out of the split before skip and tasks (the search then harvests "
+        "conversations the warm start's rows do not already hold)",
+    )
     new_tasks_each_round: bool = Field(True, description="round r takes the r-th block of `tasks` tasks")
     concurrency: int = Field(16, ge=1)
     search: SearchConfig = Field(default_factory=SearchConfig)
@@ -68,6 +74,13 @@ class ControlsSpec(StrictModel):
         description="rounds that train and evaluate control-random (default: every round); with accumulate, the "
         "rounds before them still draw their random branches",
     )
+    more: bool = Field(
+        False,
+        description="control-more: the start of each JOSH arm that continues the searching policy (sft_from: "
+        "merged-policy, kto_from: policy) trained the same number of optimizer steps on the policy's own warm-start "
+        "rows (warm_start.rows for SFT, warm_start.kto_rows for KTO) instead of the round's: what JOSH's rows add "
+        "over more training of the same length",
+    )
     gate: bool = Field(
         False,
         description="control-gate: with extract.judge on, the SFT arm trained again on the same trees' ideal paths "
@@ -97,6 +110,11 @@ class WarmStartSpec(WarmStartConfig):
         description="limit and kto_limit draw their rows at random with this seed (in file order) instead of taking "
         "the first ones: import-paper writes every good KTO row before the bad ones",
     )
+    searches: Literal["sft", "kto"] = Field(
+        "sft",
+        description="the warm-start model that searches round 1 and is the headline's start: the SFT model, or "
+        "(kto) KTO on it (needs kto_rows and warm_kto)",
+    )
 
     @model_validator(mode="after")
     def _check_rows(self) -> WarmStartSpec:
@@ -104,6 +122,8 @@ class WarmStartSpec(WarmStartConfig):
             raise ValueError("warm_start.limit takes the first rows of warm_start.rows: give rows")
         if self.kto_limit is not None and self.kto_rows is None:
             raise ValueError("warm_start.kto_limit takes the first rows of warm_start.kto_rows: give kto_rows")
+        if self.searches == "kto" and self.kto_rows is None:
+            raise ValueError("warm_start.searches: kto searches with KTO on the warm start: give kto_rows and warm_kto")
         return self
 
 
@@ -167,10 +187,11 @@ class LoopRecipe(StrictModel):
     policy: str | None = Field(
         None, description="arm whose checkpoint runs the next round: sft, kto, tree, grpo or a key of arms"
     )
-    kto_from: Literal["base", "sft"] = Field(
+    kto_from: Literal["base", "sft", "policy"] = Field(
         "base",
         description="base: the KTO arm trains a fresh adapter on the base model (JOSH-KTO); sft: on the round's SFT "
-        "policy merged into a full model, which is also KTO's reference (JOSH-SFT+KTO)",
+        "policy merged into a full model, which is also KTO's reference (JOSH-SFT+KTO); policy: on the policy that "
+        "searched the round, merged (JOSH-KTO continuing that policy)",
     )
     controls: ControlsSpec = Field(default_factory=ControlsSpec)
     accumulate: bool = Field(
@@ -178,10 +199,11 @@ class LoopRecipe(StrictModel):
         description="every arm trains on all rows so far: SFT on the warm start plus every round's ideal paths, KTO "
         "on every round's good/bad turns",
     )
-    sft_from: Literal["base", "policy"] = Field(
+    sft_from: Literal["base", "policy", "merged-policy"] = Field(
         "base",
         description="base: each SFT adapter is trained fresh from the base model; policy: it continues the adapter "
-        "that ran the round's rollouts, on that round's rows only (needs accumulate: false)",
+        "that ran the round's rollouts, on that round's rows only (needs accumulate: false); merged-policy: a fresh "
+        "adapter on the policy that searched the round, merged into a full model",
     )
     eval: EvalSpec = Field(default_factory=EvalSpec)
     launch: LaunchSpec | None = Field(
@@ -235,6 +257,13 @@ class LoopRecipe(StrictModel):
             raise ValueError("grpo_budget: search sets the GRPO arm's LLM-call budget: add a grpo arm")
         if self.controls.random and self.sft is None:
             raise ValueError("controls.random trains exactly like the SFT arm: add an sft arm")
+        if self.controls.more and not self.continues_policy:
+            raise ValueError(
+                "controls.more trains the searching policy further on its own rows: set sft_from: merged-policy or "
+                "kto_from: policy"
+            )
+        if self.controls.more and (warm is None or warm.rows is None):
+            raise ValueError("controls.more trains on the warm start's own rows: give warm_start.rows")
         if self.controls.gate and (self.sft is None or self.extract.judge is None):
             raise ValueError(
                 "controls.gate trains the SFT arm without the judge gate: add an sft arm and extract.judge"
@@ -249,6 +278,13 @@ class LoopRecipe(StrictModel):
     def arm_recipe(self, key: str) -> TrainRecipe | None:
         """The training recipe of arm ``key`` (a built-in section or an entry of ``arms``); None when not trained."""
         return getattr(self, key) if key in ARMS else self.arms.get(key)
+
+    @property
+    def continues_policy(self) -> bool:
+        """Whether an arm trains on the policy that searched the round, merged (what controls.more matches)."""
+        return (self.sft is not None and self.sft_from == "merged-policy") or (
+            self.kto is not None and self.kto_from == "policy"
+        )
 
     @property
     def policy_arm(self) -> str:

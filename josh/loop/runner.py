@@ -8,12 +8,17 @@ and/or KTO → evaluation on the same held-out tasks, optional controls, and a r
     round-0/baseline/                evaluation of the base model
     round-0/warmstart/data/ train/ eval/   scripted demonstrations (or warm_start.rows), the SFT adapter trained on
                                      them, its evaluation
-    round-0/warmstart-kto/data/ merge/ train/ eval/   warm_start.kto_rows, the warm start merged, KTO on it (warm_kto)
+    round-0/warmstart-kto/data/ merge/ train/ eval/   warm_start.kto_rows, the warm start merged, KTO on it (warm_kto;
+                                     the policy of round 1 with warm_start.searches: kto)
     round-0/control-retrain/train/ eval/   the start policy retrained on its own rows (controls.retrain)
     round-R/rollouts/                JOSH search trees of round R (the policy of round R-1 searches)
     round-R/extract/                 sft.jsonl, kto.jsonl, dpo.jsonl, extract_stats.json
     round-R/train-sft/ eval-sft/     the SFT arm (JOSH-SFT)
     round-R/merge-sft/               the SFT policy folded into a full model (kto_from: sft)
+    round-R/merge-policy/            the policy that searched, folded into a full model (sft_from: merged-policy,
+                                     kto_from: policy)
+    round-R/control-more-sft/ control-more-kto/   train/ eval/: that arm's start trained as many steps on the
+                                     policy's own rows (controls.more)
     round-R/train-kto/ eval-kto/     the KTO arm: JOSH-KTO on the base, or JOSH-SFT+KTO on merge-sft
     round-R/control-random/data/ train/ eval/   one random branch per tree instead of the ideal path (data/ only in
                                      a round before the last control round: its rows accumulate)
@@ -41,6 +46,7 @@ from rich.console import Console
 
 from josh.loop.arms import check_arms
 from josh.loop.arms.base import BASE, WARM_START, Model, Round, model_label
+from josh.loop.arms.control_more import run_control_more
 from josh.loop.arms.control_random import draws_in, run_control_random
 from josh.loop.arms.control_retrain import run_control_retrain
 from josh.loop.recipe import LoopRecipe, WarmStartSpec
@@ -148,6 +154,7 @@ class Loop:
         self.kto_sources: list[Path] = []
         self.control_sources: list[Path] = []  # control-random's rows so far: random branches, never ideal paths
         self.draws: dict[str, list[Path | None]] = {}  # a model's further training draws (train_seeds), by label
+        self.warm_kto_rows: Path | None = None  # the warm start's KTO rows (warm_kto), which control-more trains on
         for r in range(1, recipe.rounds + 1):
             rollout_tasks(self.ctx, r)  # every round has tasks to search, checked before hours of work
         if recipe.baseline:
@@ -169,7 +176,11 @@ class Loop:
             self.result.compare(WARM_START, BASE, "warm start", optional_baseline=True)
             self.policy, self.policy_label = train.adapter, WARM_START
             if recipe.warm_kto is not None:
-                self.warm_kto(recipe.warm_start, train.adapter, recipe.warm_kto)
+                kto = self.warm_kto(recipe.warm_start, train.adapter, recipe.warm_kto)
+                if recipe.warm_start.searches == "kto":
+                    if kto is None:
+                        raise ValueError("warm_start.searches is kto, but KTO on the warm start trained no model")
+                    self.policy, self.policy_label = kto, WARM_KTO
         start = self.policy_label
         self.grpo_start = self.policy if isinstance(self.policy, Path) else None
         if recipe.controls.retrain:
@@ -198,9 +209,10 @@ class Loop:
         self.ctx.execute(stage)
         return stage.rows
 
-    def warm_kto(self, config: WarmStartSpec, adapter: Path, arm: TrainRecipe) -> None:
+    def warm_kto(self, config: WarmStartSpec, adapter: Path, arm: TrainRecipe) -> Path | None:
         """KTO on the warm start (``warm_kto``): the warm-start adapter merged into a full model, which is also KTO's
-        reference, trained on ``kto_limit`` rows of ``config.kto_rows``, evaluated and compared with the warm start."""
+        reference, trained on ``kto_limit`` rows of ``config.kto_rows``, evaluated and compared with the warm start;
+        with ``train_seeds``, again on each further draw of the warm start. Returns the KTO adapter, if trained."""
         assert config.kto_rows is not None and self.recipe.sft is not None
         folder = self.run_dir / "round-0" / "warmstart-kto"
         rows = RowsStage(
@@ -208,18 +220,27 @@ class Loop:
             config.rows_seed,
         )  # fmt: skip
         self.ctx.execute(rows)
+        self.warm_kto_rows = rows.rows
         good, bad = self.ctx.kto_labels([rows.rows])
         if not (good and bad):
             self.note(WARM_KTO, 0, f"KTO needs good and bad turns; its rows have {good} good and {bad} bad")
-            return
-        base = self.merge("warm-start merge", adapter, folder / "merge", self.recipe.sft.model.dtype)
+            return None
+        dtype = self.recipe.sft.model.dtype
+        base = self.merge("warm-start merge", adapter, folder / "merge", dtype)
         train = self.train_stage("warm-start train-kto", folder / "train", arm, [rows.rows], "kto", base=base)
         if train.adapter is None:
             self.note(WARM_KTO, 0, f"could not be trained: {train.why_ended()}")
-            return
+            return None
         self.evaluate(WARM_KTO, 0, folder / "eval", train.adapter, "kto")
+        draws = self.draws.get(WARM_START, [])
+        bases = [
+            self.merge(f"warm-start merge (seed {k})", d, folder / f"merge-seed{k}", dtype) if d else None
+            for k, d in enumerate(draws, 1)
+        ]
+        self.seed_variants(WARM_KTO, folder / "train", folder / "eval", [rows.rows], arm=arm, method="kto", bases=bases)
         self.result.compare(WARM_KTO, WARM_START, "KTO on SFT")
         self.result.compare(WARM_KTO, BASE, "vs base", optional_baseline=True)
+        return train.adapter
 
     def train_stage(self, name: str, folder: Path, arm: TrainRecipe, *args: Any, **how: Any) -> TrainStage:
         """Train one arm (see ``TrainStage`` for the arguments); a trained model is listed for the report."""
@@ -237,6 +258,26 @@ class Loop:
         """The adapter folded into its base model: a full model folder with the adapter's tokenizer."""
         self.ctx.execute(MergeStage(self.ctx, name, adapter, folder, dtype))
         return folder
+
+    def merged_policy(self, round_: Round, dtype: str) -> tuple[Path | None, list[Path | None] | None]:
+        """The policy that searched ``round_`` merged into a full model (``round-R/merge-policy/``) and, with
+        ``train_seeds``, each of its further draws (``merge-policy-seed<k>/``, ``None`` where a draw is missing);
+        ``(None, None)`` when the policy is the base model itself, which arms train on as it is."""
+        if round_.merged is None:
+            if not isinstance(round_.policy, Path):
+                round_.merged = (None, None)
+            else:
+                r, folder = round_.number, round_.folder
+                base = self.merge(f"round {r} merge-policy", round_.policy, folder / "merge-policy", dtype)
+                draws = self.draws.get(round_.policy_label, [])
+                bases: list[Path | None] = [
+                    self.merge(f"round {r} merge-policy (seed {k})", d, folder / f"merge-policy-seed{k}", dtype)
+                    if d else None
+                    for k, d in enumerate(draws, 1)
+                ]  # fmt: skip
+                bases += [None] * (self.recipe.train_seeds - 1 - len(bases))
+                round_.merged = (base, bases)
+        return round_.merged
 
     def rollouts(self, round_: int, policy: str | Path) -> RolloutStage:
         stage = RolloutStage(self.ctx, round_, policy)
@@ -286,6 +327,8 @@ class Loop:
                 round_.models[arm.key] = arm.run(self, round_)
         if draws_in(self, r):
             record.control = run_control_random(self, round_)
+        if recipe.controls.more:
+            run_control_more(self, round_, self.sft_sources[0] if self.sft_sources else None, self.warm_kto_rows)
         if recipe.accumulate:
             self.sft_sources.append(extracted.sft)
             self.kto_sources.append(extracted.kto)

@@ -36,8 +36,9 @@ def model_label(round_: int, arm: str) -> Label:
 @dataclass
 class Round:
     """What one round gives its arms: its number and folder, the search and its extraction, the policy that searched
-    (and its label), the adapter the SFT arm continues (``sft_from: policy``), the SFT rows of earlier rounds, and
-    the models the arms before have trained this round (by key; ``None`` for an arm that ended without one)."""
+    (and its label), the adapter the SFT arm continues (``sft_from: policy``), the SFT rows of earlier rounds, the
+    models the arms before have trained this round (by key; ``None`` for an arm that ended without one), and the
+    searching policy merged, once an arm asked for it (``LoopServices.merged_policy``)."""
 
     number: int
     folder: Path
@@ -48,6 +49,7 @@ class Round:
     start: Path | None
     prior_sft: list[Path]
     models: dict[str, Model | None] = field(default_factory=dict)
+    merged: tuple[Path | None, list[Path | None] | None] | None = None  # LoopServices.merged_policy, once made
 
     def label(self, arm: str) -> Label:
         return model_label(self.number, arm)
@@ -72,6 +74,11 @@ class LoopServices(Protocol):
     ) -> Model | None: ...
 
     def merge(self, name: str, adapter: Path, folder: Path, dtype: str) -> Path: ...
+
+    def merged_policy(self, round_: Round, dtype: str) -> tuple[Path | None, list[Path | None] | None]:
+        """The round's searching policy merged into a full model, and its further training draws merged (one entry
+        per further seed); ``(None, None)`` when it is the base model."""
+        ...
 
     def note(self, arm: str, round_: int, message: str) -> None: ...
 

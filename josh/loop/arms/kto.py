@@ -1,6 +1,6 @@
 """JOSH-KTO: the round's good and bad turns (every round's so far with ``accumulate``) on a fresh adapter of the base
-model, or (``kto_from: sft``) JOSH-SFT+KTO on the round's SFT policy merged into a full model, which is then also
-KTO's reference model."""
+model, (``kto_from: sft``) JOSH-SFT+KTO on the round's SFT policy merged into a full model, or (``kto_from: policy``)
+on the policy that searched the round, merged; that merged model is then also KTO's reference model."""
 
 from __future__ import annotations
 
@@ -26,7 +26,9 @@ class KTOArm(ArmBase):
         if not (good and bad):
             loop.note(arm, r, f"KTO needs good and bad turns; its rows have {good} good and {bad} bad")
             return None
-        base = None
+        base, bases = None, None
+        if recipe.kto_from == "policy":
+            base, bases = loop.merged_policy(round_, recipe.kto.model.dtype)
         if recipe.kto_from == "sft":
             if sft is None or recipe.sft is None:
                 loop.note(arm, r, "there is no SFT policy of this round to train KTO on")
@@ -36,8 +38,7 @@ class KTOArm(ArmBase):
         model = loop.evaluate_arm(r, arm, train, folder / "eval-kto", round_.policy_label)
         if model is None:
             return None
-        bases = None
-        if base is not None and sft is not None and recipe.sft is not None:
+        if recipe.kto_from == "sft" and sft is not None and recipe.sft is not None:
             draws = loop.draws[sft[1]]  # seed_variants recorded one entry per further seed
             dtype = recipe.sft.model.dtype
             bases = [
@@ -47,6 +48,6 @@ class KTOArm(ArmBase):
         loop.seed_variants(
             model[1], folder / "train-kto", folder / "eval-kto", rows, arm=recipe.kto, method="kto", bases=bases
         )
-        if sft is not None:
+        if sft is not None and recipe.kto_from != "policy":
             loop.result.compare(model[1], sft[1], "KTO on SFT")
         return model

@@ -1,5 +1,6 @@
 """JOSH-SFT: the round's ideal paths (with ``accumulate``, the warm-start rows and every earlier round's too), trained
-fresh from the base model, or continuing the adapter that searched (``sft_from: policy``)."""
+fresh from the base model, continuing the adapter that searched (``sft_from: policy``), or on a fresh adapter of the
+policy that searched, merged into a full model (``sft_from: merged-policy``)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,15 @@ class SFTArm(ArmBase):
             return None
         rows = [*round_.prior_sft, round_.extracted.sft]
         arm = self.train_recipe(loop.recipe)
-        train = loop.train_stage(f"round {r} train-sft", folder / "train-sft", arm, rows, "sft", start=round_.start)
+        base, bases = (None, None)
+        if loop.recipe.sft_from == "merged-policy":
+            base, bases = loop.merged_policy(round_, arm.model.dtype)
+        train = loop.train_stage(
+            f"round {r} train-sft", folder / "train-sft", arm, rows, "sft", start=round_.start, base=base
+        )
         model = loop.evaluate_arm(r, self.title, train, folder / "eval-sft", round_.policy_label)
         if model is not None:
-            loop.seed_variants(model[1], folder / "train-sft", folder / "eval-sft", rows, start=round_.start)
+            loop.seed_variants(
+                model[1], folder / "train-sft", folder / "eval-sft", rows, start=round_.start, bases=bases
+            )
         return model

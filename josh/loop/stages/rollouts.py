@@ -13,21 +13,45 @@ from josh.loop.stages.manifest import Input
 from josh.run.plan import Bound, search_bound
 from josh.search.rollout import RolloutConfig, run_rollouts
 from josh.types import Task
+from josh.util.jsonl import bad_line, iter_numbered
 from josh.util.layout import ROLLOUT_STATS as STATS_FILE
 from josh.util.layout import TREES as TREES_FILE
+
+
+def excluded_ids(path: Path) -> set[str]:
+    """The task ids of ``rollout.exclude``: each JSON line's ``task_id``, or each plain line as an id."""
+    if not path.is_file():
+        raise ValueError(f"rollout.exclude: {path} is not a file")
+    ids: set[str] = set()
+    with path.open(encoding="utf-8") as f:
+        lines = [(n, line.strip()) for n, line in enumerate(f, 1) if line.strip()]
+    if lines and lines[0][1].startswith("{"):
+        for number, record in iter_numbered(path):
+            task_id = record.get("task_id") if isinstance(record, dict) else None
+            if not isinstance(task_id, str):
+                bad_line(path, number, "has no task_id", error=ValueError)
+                continue
+            ids.add(task_id)
+        return ids
+    return {line for _, line in lines}
 
 
 def rollout_tasks(ctx: StageContext, round_: int) -> list[Task]:
     """Round ``round_``'s train tasks; ``ValueError`` when the split has none left for it."""
     spec = ctx.recipe.rollout
-    tasks = ctx.env.tasks(spec.split)[spec.skip :]
+    tasks = ctx.env.tasks(spec.split)
+    if spec.exclude is not None:
+        left_out = excluded_ids(spec.exclude)
+        tasks = [t for t in tasks if t.id not in left_out]
+    tasks = tasks[spec.skip :]
     if spec.tasks is None:
         return tasks
     start = (round_ - 1) * spec.tasks if spec.new_tasks_each_round else 0
     chosen = tasks[start : start + spec.tasks]
     if not chosen:
         raise ValueError(
-            f"round {round_} has no rollout tasks: {len(tasks)} {spec.split} tasks after skip={spec.skip}, "
+            f"round {round_} has no rollout tasks: {len(tasks)} {spec.split} tasks after "
+            f"{'exclude and ' if spec.exclude is not None else ''}skip={spec.skip}, "
             f"{spec.tasks} per round"
         )
     return chosen
@@ -58,8 +82,19 @@ class RolloutStage(Stage):
             "tasks": [t.id for t in self.tasks],
         }
 
+    def earlier_settings(self) -> list[dict[str, Any]]:
+        """Rollout specs gained ``exclude``: a run recorded without it (none excluded) is the same run."""
+        current = self.settings()
+        if current["rollout"]["exclude"] is not None:
+            return []
+        rollout = {k: v for k, v in current["rollout"].items() if k != "exclude"}
+        return [{**current, "rollout": rollout}]
+
     def inputs(self) -> dict[str, Input]:
-        return {"policy": self.policy}
+        inputs: dict[str, Input] = {"policy": self.policy}
+        if self.spec.exclude is not None:
+            inputs["exclude"] = self.spec.exclude
+        return inputs
 
     def outputs(self) -> list[Path]:
         return [self.trees, self.stats]

@@ -42,6 +42,7 @@ class WarmStartStage(Stage):
             "kto_rows",
             "kto_limit",
             "rows_seed",
+            "searches",
         }  # the loop's rows options (josh.loop.recipe)
         rows = self.config.model_dump(
             mode="json", exclude=unused | ({"agent"} if self.config.agent == "oracle" else set())
