@@ -124,8 +124,9 @@ def build_llms(configs: dict[LLMKey, LLMConfig]) -> dict[LLMKey, LLM]:
     return {key: build_llm(config) for key, config in configs.items()}
 
 
-def run_judge(options: ComponentOptions) -> tuple[LLMKey, dict[str, Any]] | None:
-    """The LLM judge the run's environment options name, and its settings (``josh.run.env_judge``)."""
+def wanted_judge(options: ComponentOptions) -> tuple[LLMKey, dict[str, Any]] | None:
+    """The key and settings of the LLM judge the run's environment options name (``josh.run.env_judge``), as the
+    run wants it built (``_wanted``); None without a judge. Nothing is built here."""
     return env_judge(options.env_options, (options.backend, options.model, options.base_url), options.llm_options)
 
 
@@ -141,7 +142,7 @@ def _wanted(cells: Sequence[ComponentOptions]) -> dict[LLMKey, dict[str, Any]]:
     for _, user_key in keys:
         if user_key is not None:
             wanted.setdefault(user_key, {})
-    judge = run_judge(cells[0])
+    judge = wanted_judge(cells[0])
     if judge is not None:
         wanted.setdefault(*judge)
     return wanted
@@ -166,7 +167,7 @@ def preflight_cells(cells: Sequence[ComponentOptions], *, check_connection: bool
     return check_llms(_wanted(cells), check_connection=check_connection)
 
 
-def run_agent(
+def build_agent(
     env: Env, name: str, llm: LLM | None, options: Mapping[str, Any], sampling: Sampling | None = None
 ) -> Agent:
     """The agent ``name`` on ``env`` with ``llm`` (``sampling`` when it has one), as every josh run builds it."""
@@ -176,7 +177,7 @@ def run_agent(
     return make_agent(name, env, llm, **opts)
 
 
-def run_user(
+def build_user(
     env: Env, name: str, llm: LLM | None, options: Mapping[str, Any], sampling: Sampling | None = None
 ) -> UserSimulator:
     """The user simulator ``name`` with ``llm`` (``sampling`` when it has one) and ``env``'s user tools (τ² telecom's
@@ -200,13 +201,13 @@ class Parts:
         """The agent ``options`` names, on its LLM (with the agent sampling)."""
         agent_key, _ = llm_keys(options)
         llm = self.llms[agent_key] if agent_key else None
-        return run_agent(self.env, options.agent, llm, options.agent_options, options.agent_sampling)
+        return build_agent(self.env, options.agent, llm, options.agent_options, options.agent_sampling)
 
     def user(self, options: ComponentOptions) -> UserSimulator:
         """The user simulator ``options`` names, on its LLM, with the environment's user tools."""
         _, user_key = llm_keys(options)
         llm = self.llms[user_key] if user_key else None
-        return run_user(self.env, options.user, llm, options.user_options, options.user_sampling)
+        return build_user(self.env, options.user, llm, options.user_options, options.user_sampling)
 
     def cost(self) -> float:
         return sum(llm.usage.cost for llm in self.llms.values())
@@ -221,7 +222,7 @@ def build_parts(cells: Sequence[ComponentOptions], *, check_connection: bool = T
     env = build_env(first.env, first.data, first.env_options)
     tasks = env.tasks(first.split)[: first.limit]
     llms = build_llms(configs)
-    judge = run_judge(first)
+    judge = wanted_judge(first)
     if judge is not None:
         attach_judge(env, llms[judge[0]])
     return Parts(env=env, tasks=tasks, llms=llms)
