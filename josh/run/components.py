@@ -53,7 +53,8 @@ class ComponentOptions(RunSpec):
 
 @dataclass
 class Components:
-    """A built run: the env, the tasks of the chosen split, the agent, the user and the LLMs in use."""
+    """One agent/user pair built and ready to run (``build_components``): the env, the tasks of the chosen split, the
+    agent, the user and the LLMs in use. Several pairs on one environment are built from a ``SharedComponents``."""
 
     env: Env
     tasks: list[Task]
@@ -189,9 +190,11 @@ def build_user(
 
 
 @dataclass
-class Parts:
-    """A built environment, its tasks and the LLMs of every agent/user pair it was built for; ``agent`` and ``user``
-    make each pair's components (with the environment's user tools for the user)."""
+class SharedComponents:
+    """What several agent/user pairs on one environment share, built once (``build_shared``): the environment, its
+    tasks and the LLMs of every pair, keyed by (backend, model, base URL). It holds no agent or user: ``agent`` and
+    ``user`` build one pair's on these LLMs (the user with the environment's user tools); ``Components`` is one
+    pair, complete."""
 
     env: Env
     tasks: list[Task]
@@ -213,7 +216,7 @@ class Parts:
         return sum(llm.usage.cost for llm in self.llms.values())
 
 
-def build_parts(cells: Sequence[ComponentOptions], *, check_connection: bool = True) -> Parts:
+def build_shared(cells: Sequence[ComponentOptions], *, check_connection: bool = True) -> SharedComponents:
     """The environment, tasks and LLMs for agent/user pairs on one environment, after ``preflight_cells`` (so a bad
     name, a bad setting or an unreachable HTTP backend stops the run before any model loads); the judge the first
     pair's environment options name is attached."""
@@ -225,7 +228,7 @@ def build_parts(cells: Sequence[ComponentOptions], *, check_connection: bool = T
     judge = wanted_judge(first)
     if judge is not None:
         attach_judge(env, llms[judge[0]])
-    return Parts(env=env, tasks=tasks, llms=llms)
+    return SharedComponents(env=env, tasks=tasks, llms=llms)
 
 
 def build_judged_env(name: str, data: str, options: Mapping[str, Any], *, check_connection: bool = True) -> Env:
@@ -240,7 +243,7 @@ def build_judged_env(name: str, data: str, options: Mapping[str, Any], *, check_
 
 
 def build_components(options: ComponentOptions, *, check_connection: bool = True) -> Components:
-    """Build everything ``options`` names (``build_parts`` for one agent/user pair)."""
-    parts = build_parts([options], check_connection=check_connection)
-    agent, user = parts.agent(options), parts.user(options)
-    return Components(env=parts.env, tasks=parts.tasks, agent=agent, user=user, llms=list(parts.llms.values()))
+    """Build everything ``options`` names: ``build_shared`` for its one agent/user pair, then that pair."""
+    shared = build_shared([options], check_connection=check_connection)
+    agent, user = shared.agent(options), shared.user(options)
+    return Components(env=shared.env, tasks=shared.tasks, agent=agent, user=user, llms=list(shared.llms.values()))
