@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from josh.core.env import ConversationState, EnvBase
 from josh.envs.openenv.server import call_action, get, name_of, opening_text, probe, tool_answer
-from josh.envs.openenv.sessions import Action, Sessions, Step
+from josh.envs.openenv.sessions import Action, SessionPool, Step
 from josh.types import CallRecord, ErrorCategory, Goal, Message, Task, ToolCall, ToolResult
 
 PREFIX = "openenv:"
@@ -114,7 +114,7 @@ class RemoteEnv(EnvBase):
             self.goal_tools = frozenset()  # episodes by seed have no goal calls: the diagnostics count no tool as one
         self.episodes, self.seeds = episodes, seeds
         self._tasks: dict[str, Task] = {}
-        self.pool = Sessions(self.url, self._resets, sessions)
+        self.pool = SessionPool(self.url, self._resets, sessions)
         self.openings: dict[str, Step] = {}
         """Each task's reset answer, the first one asked (it carries the system prompt and the expected failures)."""
 
