@@ -16,7 +16,7 @@ from pydantic import Field
 
 from josh.agents import AGENTS, Agent, make_agent
 from josh.core.env import Env
-from josh.core.llm import LLM, Sampling, run_session
+from josh.core.llm import LLM, Sampling, run_with_llms
 from josh.envs import ENVIRONMENTS, build_env, check_data
 from josh.envs.openenv import is_remote, served_name
 from josh.llm.config import LLMConfig, LLMKey
@@ -67,7 +67,7 @@ class Components:
 
     def run(self, work: Coroutine[Any, Any, T]) -> T:
         """``asyncio.run(work)``; the backends' async HTTP connections are closed in that loop before it ends."""
-        return run_session(self.llms, work)
+        return run_with_llms(self.llms, work)
 
     def close(self, *, cancel: bool = True) -> None:
         """Stop the local backends' worker threads (with ``cancel``, queued requests fail and a generation stops at its
