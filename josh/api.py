@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from josh.agents import AGENTS, Agent, agent_prompt
 from josh.core.env import Env
-from josh.core.llm import LLM, run_session
+from josh.core.llm import LLM, run_with_llms
 from josh.core.user import UserSimulator
 from josh.envs import build_env
 from josh.envs.checker import CheckReport
@@ -106,7 +106,7 @@ def search_task(
 ) -> Tree:
     """The JOSH search of one task (``josh.search.algorithm``): its tree."""
     config = SearchConfig(max_beam=max_beam, branching=branching, max_depth=max_depth)
-    return run_session(_llms(agent, user), _search(task, env, agent, user, config))
+    return run_with_llms(_llms(agent, user), _search(task, env, agent, user, config))
 
 
 def extract(
@@ -160,7 +160,7 @@ def evaluate(
     with tempfile.TemporaryDirectory(prefix="josh-eval-") as scratch:
         folder = Path(out) if out is not None else Path(scratch)
         work = _evaluate(env, tasks, agent, user, folder, trials=trials, concurrency=concurrency, max_turns=max_turns)
-        summary = run_session(_llms(agent, user), work)
+        summary = run_with_llms(_llms(agent, user), work)
         return Evaluation(summary, load_results(folder))
 
 

@@ -233,14 +233,14 @@ async def aclose_all(llms: Iterable[LLM]) -> None:
 T = TypeVar("T")
 
 
-def run_session(llms: Sequence[LLM], work: Coroutine[Any, Any, T]) -> T:
+def run_with_llms(llms: Sequence[LLM], work: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(work)``, the backends' async HTTP connections closed in that loop before it ends (their worker
     threads stay: ``close()`` them after)."""
 
-    async def session() -> T:
+    async def closing() -> T:
         try:
             return await work
         finally:
             await aclose_all(llms)
 
-    return asyncio.run(session())
+    return asyncio.run(closing())

@@ -23,7 +23,7 @@ from josh.core.user import UserSimulator
 from josh.eval.metrics import Summary, summarize
 from josh.run.conversation import ConversationRecord, run_conversation
 from josh.run.info import RunInfo
-from josh.run.resumable import Counted, Session, require_unique, run_session
+from josh.run.resumable import Counted, RunSession, require_unique, run_session
 from josh.types import Task
 from josh.util.atomic import write_atomic
 from josh.util.jsonl import read_models
@@ -76,7 +76,7 @@ async def evaluate(
     require_unique((t.id for t in tasks), "task id")
     out = Path(out_dir)
     pieces = [(task, k) for k in range(trials) for task in tasks]
-    session: Session[tuple[Task, int], tuple[str, int]] = Session(
+    session: RunSession[tuple[Task, int], tuple[str, int]] = RunSession(
         pieces,
         lambda piece: (piece[0].id, piece[1]),
         out / RESULTS,

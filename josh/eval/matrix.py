@@ -29,7 +29,7 @@ from josh.eval.evaluate import evaluate, load_finished
 from josh.eval.metrics import Interval, PairedDifference, Summary, paired_difference
 from josh.eval.summary import fmt_interval
 from josh.llm.health import require_complete, stop_if_failing
-from josh.run.components import ComponentOptions, Parts, build_parts
+from josh.run.components import ComponentOptions, SharedComponents, build_shared
 from josh.util.atomic import write_atomic
 from josh.util.layout import MATRIX_CONFIG as CONFIG_FILE
 from josh.util.layout import MATRIX_JSON, MATRIX_MD
@@ -158,15 +158,15 @@ def _cells(config: MatrixConfig, agents: list[Spec], users: list[Spec]) -> dict[
 
 def build_matrix(
     config: MatrixConfig, agents: list[Spec], users: list[Spec]
-) -> tuple[Parts, dict[str, Agent], dict[str, UserSimulator]]:
+) -> tuple[SharedComponents, dict[str, Agent], dict[str, UserSimulator]]:
     """The environment, its tasks and LLMs, and every agent and user simulator of the matrix by its text, built the
     way every josh run builds them (``josh.run.components``: every name, option and backend setting checked and each
     HTTP endpoint asked before anything loads; one LLM per backend and model; users get the environment's tools)."""
     cells = _cells(config, agents, users)
-    parts = build_parts(list(cells.values()))
-    built_agents = {a.text: parts.agent(cells[a.text, users[0].text]) for a in agents}
-    built_users = {u.text: parts.user(cells[agents[0].text, u.text]) for u in users}
-    return parts, built_agents, built_users
+    shared = build_shared(list(cells.values()))
+    built_agents = {a.text: shared.agent(cells[a.text, users[0].text]) for a in agents}
+    built_users = {u.text: shared.user(cells[agents[0].text, u.text]) for u in users}
+    return shared, built_agents, built_users
 
 
 def _check_folder(out: Path, config: MatrixConfig) -> None:
@@ -199,26 +199,26 @@ async def run_matrix(
     out = Path(out)
     agents, users = _specs(config.agents, "agent"), _specs(config.users, "user simulator")
     _check_folder(out, config)
-    parts, built_agents, built_users = build_matrix(config, agents, users)  # all checked before any cell runs
+    shared, built_agents, built_users = build_matrix(config, agents, users)  # all checked before any cell runs
     summaries: dict[tuple[str, str], tuple[Summary, dict[str, list[float]]]] = {}
     try:
         for index, (agent, user) in enumerate((a, u) for a in agents for u in users):
             folder = out / "cells" / f"{agent.folder}__{user.folder}"
             say(f"cell {index + 1}/{len(agents) * len(users)}: agent {agent.text} x user {user.text} -> {folder}")
-            spent = parts.cost()
+            spent = shared.cost()
             summary = await evaluate(
-                parts.env, parts.tasks, built_agents[agent.text], built_users[user.text], folder,
+                shared.env, shared.tasks, built_agents[agent.text], built_users[user.text], folder,
                 trials=config.trials, concurrency=config.concurrency, max_turns=config.max_turns,
-                cost=lambda spent=spent: parts.cost() - spent, show_progress=progress,
-                guard=lambda: stop_if_failing(parts.llms.values()),
+                cost=lambda spent=spent: shared.cost() - spent, show_progress=progress,
+                guard=lambda: stop_if_failing(shared.llms.values()),
             )  # fmt: skip
             if summary.failed:  # no comparison over a cell whose LLM failed: its backend is down, or rerun
-                stop_if_failing(parts.llms.values(), ended=True)
+                stop_if_failing(shared.llms.values(), ended=True)
                 require_complete(f"cell {agent.text} x {user.text}", summary.pending, summary.failed)
-            summaries[agent.text, user.text] = summary, _rewards(folder, parts.tasks, config.trials)
+            summaries[agent.text, user.text] = summary, _rewards(folder, shared.tasks, config.trials)
     finally:
-        await aclose_all(parts.llms.values())
-        for llm in parts.llms.values():
+        await aclose_all(shared.llms.values())
+        for llm in shared.llms.values():
             llm.close()
     result = compare(config, agents, users, summaries, out)
     write_atomic(out / MATRIX_JSON, result.model_dump_json(indent=2) + "\n")

@@ -30,7 +30,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from josh.core.llm import LLM, LLMError, run_session
+from josh.core.llm import LLM, LLMError, run_with_llms
 from josh.llm.health import stop_if_failing
 from josh.run.components import build_llms, check_llms
 from josh.run.spec import JudgeSpec
@@ -175,7 +175,7 @@ def _judge(replies: list[Reply], gate: JudgeGate, judge: ReplyJudge, out: Path, 
     key, settings = gate.llm_key()
     llms = build_llms(check_llms({key: settings}))
     try:
-        return run_session(list(llms.values()), _judge_all(replies, gate, judge, llms[key], out))
+        return run_with_llms(list(llms.values()), _judge_all(replies, gate, judge, llms[key], out))
     finally:
         for built in llms.values():
             built.close()

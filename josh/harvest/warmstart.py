@@ -26,7 +26,7 @@ from josh.agents.prompted import AgentPrompt
 from josh.agents.protocol import RenderError
 from josh.core.env import Env
 from josh.harvest.trl_rows import trl_messages
-from josh.run.components import run_agent, run_user
+from josh.run.components import build_agent, build_user
 from josh.run.conversation import ConversationRecord, run_conversation
 from josh.types import Message, Task, system
 from josh.users import USERS
@@ -80,8 +80,8 @@ async def scripted_conversations(env: Env, tasks: Sequence[Task], config: WarmSt
     run on ``env``."""
     AGENTS.check(config.agent, env=env.name)
     USERS.check(config.user, env=env.name)
-    scripted = run_agent(env, config.agent, None, {})
-    user_sim = run_user(env, config.user, None, {})
+    scripted = build_agent(env, config.agent, None, {})
+    user_sim = build_user(env, config.user, None, {})
     return list(
         await asyncio.gather(*(run_conversation(env, t, scripted, user_sim, max_turns=config.max_turns) for t in tasks))
     )

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from josh.agents import AGENTS, Agent, make_agent
 from josh.core.env import Env
-from josh.core.llm import LLM, Sampling, run_session
+from josh.core.llm import LLM, Sampling, run_with_llms
 from josh.envs import ENVIRONMENTS, build_env, check_data
 from josh.envs.openenv import is_remote, served_name
 from josh.llm.config import LLMConfig, LLMKey
@@ -53,7 +53,8 @@ class ComponentOptions(RunSpec):
 
 @dataclass
 class Components:
-    """A built run: the env, the tasks of the chosen split, the agent, the user and the LLMs in use."""
+    """One agent/user pair built and ready to run (``build_components``): the env, the tasks of the chosen split, the
+    agent, the user and the LLMs in use. Several pairs on one environment are built from a ``SharedComponents``."""
 
     env: Env
     tasks: list[Task]
@@ -66,7 +67,7 @@ class Components:
 
     def run(self, work: Coroutine[Any, Any, T]) -> T:
         """``asyncio.run(work)``; the backends' async HTTP connections are closed in that loop before it ends."""
-        return run_session(self.llms, work)
+        return run_with_llms(self.llms, work)
 
     def close(self, *, cancel: bool = True) -> None:
         """Stop the local backends' worker threads (with ``cancel``, queued requests fail and a generation stops at its
@@ -124,8 +125,9 @@ def build_llms(configs: dict[LLMKey, LLMConfig]) -> dict[LLMKey, LLM]:
     return {key: build_llm(config) for key, config in configs.items()}
 
 
-def run_judge(options: ComponentOptions) -> tuple[LLMKey, dict[str, Any]] | None:
-    """The LLM judge the run's environment options name, and its settings (``josh.run.env_judge``)."""
+def wanted_judge(options: ComponentOptions) -> tuple[LLMKey, dict[str, Any]] | None:
+    """The key and settings of the LLM judge the run's environment options name (``josh.run.env_judge``), as the
+    run wants it built (``_wanted``); None without a judge. Nothing is built here."""
     return env_judge(options.env_options, (options.backend, options.model, options.base_url), options.llm_options)
 
 
@@ -141,7 +143,7 @@ def _wanted(cells: Sequence[ComponentOptions]) -> dict[LLMKey, dict[str, Any]]:
     for _, user_key in keys:
         if user_key is not None:
             wanted.setdefault(user_key, {})
-    judge = run_judge(cells[0])
+    judge = wanted_judge(cells[0])
     if judge is not None:
         wanted.setdefault(*judge)
     return wanted
@@ -166,7 +168,7 @@ def preflight_cells(cells: Sequence[ComponentOptions], *, check_connection: bool
     return check_llms(_wanted(cells), check_connection=check_connection)
 
 
-def run_agent(
+def build_agent(
     env: Env, name: str, llm: LLM | None, options: Mapping[str, Any], sampling: Sampling | None = None
 ) -> Agent:
     """The agent ``name`` on ``env`` with ``llm`` (``sampling`` when it has one), as every josh run builds it."""
@@ -176,7 +178,7 @@ def run_agent(
     return make_agent(name, env, llm, **opts)
 
 
-def run_user(
+def build_user(
     env: Env, name: str, llm: LLM | None, options: Mapping[str, Any], sampling: Sampling | None = None
 ) -> UserSimulator:
     """The user simulator ``name`` with ``llm`` (``sampling`` when it has one) and ``env``'s user tools (τ² telecom's
@@ -188,9 +190,11 @@ def run_user(
 
 
 @dataclass
-class Parts:
-    """A built environment, its tasks and the LLMs of every agent/user pair it was built for; ``agent`` and ``user``
-    make each pair's components (with the environment's user tools for the user)."""
+class SharedComponents:
+    """What several agent/user pairs on one environment share, built once (``build_shared``): the environment, its
+    tasks and the LLMs of every pair, keyed by (backend, model, base URL). It holds no agent or user: ``agent`` and
+    ``user`` build one pair's on these LLMs (the user with the environment's user tools); ``Components`` is one
+    pair, complete."""
 
     env: Env
     tasks: list[Task]
@@ -200,19 +204,19 @@ class Parts:
         """The agent ``options`` names, on its LLM (with the agent sampling)."""
         agent_key, _ = llm_keys(options)
         llm = self.llms[agent_key] if agent_key else None
-        return run_agent(self.env, options.agent, llm, options.agent_options, options.agent_sampling)
+        return build_agent(self.env, options.agent, llm, options.agent_options, options.agent_sampling)
 
     def user(self, options: ComponentOptions) -> UserSimulator:
         """The user simulator ``options`` names, on its LLM, with the environment's user tools."""
         _, user_key = llm_keys(options)
         llm = self.llms[user_key] if user_key else None
-        return run_user(self.env, options.user, llm, options.user_options, options.user_sampling)
+        return build_user(self.env, options.user, llm, options.user_options, options.user_sampling)
 
     def cost(self) -> float:
         return sum(llm.usage.cost for llm in self.llms.values())
 
 
-def build_parts(cells: Sequence[ComponentOptions], *, check_connection: bool = True) -> Parts:
+def build_shared(cells: Sequence[ComponentOptions], *, check_connection: bool = True) -> SharedComponents:
     """The environment, tasks and LLMs for agent/user pairs on one environment, after ``preflight_cells`` (so a bad
     name, a bad setting or an unreachable HTTP backend stops the run before any model loads); the judge the first
     pair's environment options name is attached."""
@@ -221,10 +225,10 @@ def build_parts(cells: Sequence[ComponentOptions], *, check_connection: bool = T
     env = build_env(first.env, first.data, first.env_options)
     tasks = env.tasks(first.split)[: first.limit]
     llms = build_llms(configs)
-    judge = run_judge(first)
+    judge = wanted_judge(first)
     if judge is not None:
         attach_judge(env, llms[judge[0]])
-    return Parts(env=env, tasks=tasks, llms=llms)
+    return SharedComponents(env=env, tasks=tasks, llms=llms)
 
 
 def build_judged_env(name: str, data: str, options: Mapping[str, Any], *, check_connection: bool = True) -> Env:
@@ -239,7 +243,7 @@ def build_judged_env(name: str, data: str, options: Mapping[str, Any], *, check_
 
 
 def build_components(options: ComponentOptions, *, check_connection: bool = True) -> Components:
-    """Build everything ``options`` names (``build_parts`` for one agent/user pair)."""
-    parts = build_parts([options], check_connection=check_connection)
-    agent, user = parts.agent(options), parts.user(options)
-    return Components(env=parts.env, tasks=parts.tasks, agent=agent, user=user, llms=list(parts.llms.values()))
+    """Build everything ``options`` names: ``build_shared`` for its one agent/user pair, then that pair."""
+    shared = build_shared([options], check_connection=check_connection)
+    agent, user = shared.agent(options), shared.user(options)
+    return Components(env=shared.env, tasks=shared.tasks, agent=agent, user=user, llms=list(shared.llms.values()))

@@ -17,7 +17,7 @@ Every call the environment ran is given one class, in this order of precedence:
 
 A goal that stays unmet and that no call aimed at is ``never attempted``. Values are compared loosely (strings
 case- and space-insensitively, numbers as numbers), so a diagnosis names the arguments that matter. A conversation
-also records the successes its agent claimed that did not happen (``josh.core.claims``): a booking or change claimed
+also records the successes its agent claimed that did not happen (``josh.envs.claims``): a booking or change claimed
 while no write succeeded, something found while every lookup came back empty.
 """
 
@@ -32,8 +32,8 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from josh.core.claims import false_claims
 from josh.core.env import Env
+from josh.envs.claims import false_claims
 from josh.types import CallRecord, ErrorCategory, Goal, Task
 
 

@@ -1,17 +1,18 @@
 """The one resumable concurrent runner: pieces of work keyed by id, each finished piece one line of a JSONL file.
 
 Evaluation (a conversation per (task, trial)) and rollout (a search tree per task, here or on Ray actors) run
-through it, so they resume, fail and report alike. A ``Session`` reads the file once: a piece whose latest line is
-a result is skipped, one whose latest line is ``failed`` (an LLM request failed, see ``josh.llm.health``) is done
-again and its new line supersedes the old one (the file is appended to while the run streams; a torn last line is
-cut off first). Two pieces with the same key are an error (``DuplicateKeyError``), never merged. ``run_pending``
-holds the pending pieces ``concurrency`` at a time, calls the ``guard`` (the failure policy: it raises to stop a run
-whose backend is down) before each result is written, appends it, advances the progress display, and on any failure
-(the guard, Ctrl-C, SIGTERM) cancels the rest before they write. A session after which every piece of the run is
-finished compacts the file (``Session.compact``, ``josh.util.compaction``): one line per key, in the run's order,
-written beside the file and renamed over it, so a finished file holds no superseded line; a resumed run reads either
-form. Whatever ended the session, its ``finish`` callback writes the run's statistics, with the wall time of the
-earlier sessions (read from the statistics file) added.
+through it, so they resume, fail and report alike. A ``RunSession`` (one command that starts or resumes a run) reads
+the file once: a piece whose latest line is a result is skipped, one whose latest line is ``failed`` (an LLM request
+failed, see ``josh.llm.health``) is done again and its new line supersedes the old one (the file is appended to
+while the run streams; a torn last line is cut off first). Two pieces with the same key are an error
+(``DuplicateKeyError``), never merged. ``run_pending`` holds the pending pieces ``concurrency`` at a time, calls the
+``guard`` (the failure policy: it raises to stop a run whose backend is down) before each result is written, appends
+it, advances the progress display, and on any failure (the guard, Ctrl-C, SIGTERM) cancels the rest before they
+write. A session after which every piece of the run is finished compacts the file (``RunSession.compact``,
+``josh.util.compaction``): one line per key, in the run's order, written beside the file and renamed over it, so a
+finished file holds no superseded line; a resumed run reads either form. Whatever ended the session, its ``finish``
+callback writes the run's statistics, with the wall time of the earlier sessions (read from the statistics file)
+added.
 """
 
 from __future__ import annotations
@@ -67,9 +68,10 @@ def earlier_wall_s(stats_path: Path) -> float:
     return float(earlier) if isinstance(earlier, int | float) and earlier >= 0 else 0.0
 
 
-class Session(Generic[W, K]):
-    """One session of a run: the pieces still to do (``todo``), those already finished (``skipped``), the file the
-    results go to (``record``, inside ``recording()``) and the session's timing.
+class RunSession(Generic[W, K]):
+    """One session of a resumable run (one command that starts or resumes it): the pieces still to do (``todo``),
+    those already finished (``skipped``), the file the results go to (``record``, inside ``recording()``) and the
+    session's timing.
 
     ``scan`` reads the file as ``(key, failed)`` per line (and cuts a torn last line off); ``read_key`` gives the same
     from one line's JSON value (``None``: a line of no piece) for ``compact``; ``what`` names a key in the duplicate
@@ -146,7 +148,7 @@ class Session(Generic[W, K]):
 
 
 async def run_pending(
-    session: Session[W, Any],
+    session: RunSession[W, Any],
     work: Callable[[W], Awaitable[BaseModel]],
     *,
     concurrency: int,
@@ -174,7 +176,7 @@ async def run_pending(
 
 
 async def run_session(
-    session: Session[W, Any],
+    session: RunSession[W, Any],
     work: Callable[[W], Awaitable[BaseModel]],
     finish: Callable[[], T],
     *,

@@ -31,7 +31,7 @@ from josh.core.user import UserSimulator
 from josh.llm.health import stop_if_failing
 from josh.run.components import ComponentOptions, build_components
 from josh.run.info import RunInfo
-from josh.run.resumable import Session, run_session
+from josh.run.resumable import RunSession, run_session
 from josh.search.algorithm import SearchConfig, search
 from josh.search.tree import Tree
 from josh.types import ErrorCategory, Task
@@ -203,7 +203,7 @@ async def search_task(task: Task, env: Env, agent: Agent, user_sim: UserSimulato
     return tree
 
 
-class RolloutSession(Session[Task, str]):
+class RolloutSession(RunSession[Task, str]):
     """One session of a rollout run, whoever searches the tasks (this process, or Ray actors in
     ``josh.search.distributed``): ``josh.run.resumable``'s session over ``trees.jsonl`` (a task id twice is a
     ``DuplicateKeyError``), with the rollout's progress bar and ``stats.json`` over the whole file (``finish``)."""

@@ -138,13 +138,13 @@ def test_matrix_users_on_tau2_telecom_get_the_device_tools() -> None:
         env="tau2-telecom", data="default", agents=["react"], users=["goal", "instruction", "scripted"],
         backend="scripted", model="canned", llm_options={"replies": ["hi"]}, limit=1,
     )  # fmt: skip
-    parts, agents, users = build_matrix(
+    shared, agents, users = build_matrix(
         config, [Spec.parse(a) for a in config.agents], [Spec.parse(u) for u in config.users]
     )
-    device = {tool["function"]["name"] for tool in parts.env.user_tools}
+    device = {tool["function"]["name"] for tool in shared.env.user_tools}
     assert "check_status_bar" in device
     for name in ("goal", "instruction"):
         assert {tool["function"]["name"] for tool in users[name].tools} == device
-        task = parts.tasks[0]
+        task = shared.tasks[0]
         assert "check_status_bar" in users[name].messages(task, [])[0].content
     assert not hasattr(users["scripted"], "tools")  # a rule-based user has no device to call

@@ -9,7 +9,7 @@ import pytest
 
 from josh.core.llm import LLMError, failures_noted
 from josh.llm.scripted import ScriptedLLM
-from josh.run.components import ComponentOptions, run_judge
+from josh.run.components import ComponentOptions, wanted_judge
 from josh.run.env_judge import blocking_chat
 from josh.types import user
 
@@ -19,10 +19,10 @@ def test_a_judge_naming_the_runs_backend_and_model_shares_its_endpoint_and_setti
         backend="openai", model="m", base_url="http://127.0.0.1:8000/v1", llm_options={"timeout_s": 5},
         env_options={"judge": "openai:m"},
     )  # fmt: skip
-    assert run_judge(spec) == (("openai", "m", "http://127.0.0.1:8000/v1"), {"timeout_s": 5})
+    assert wanted_judge(spec) == (("openai", "m", "http://127.0.0.1:8000/v1"), {"timeout_s": 5})
     other = spec.model_copy(update={"env_options": {"judge": "hf:smollm2"}})
-    assert run_judge(other) == (("hf", "smollm2", None), {})
-    assert run_judge(ComponentOptions()) is None
+    assert wanted_judge(other) == (("hf", "smollm2", None), {})
+    assert wanted_judge(ComponentOptions()) is None
 
 
 def test_a_judge_with_its_own_settings_is_built_with_them_as_every_judge() -> None:
@@ -31,7 +31,7 @@ def test_a_judge_with_its_own_settings_is_built_with_them_as_every_judge() -> No
         backend="openai", model="m", llm_options={"timeout_s": 5},
         env_options={"judge": "openai:m", "judge_options": {"base_url": "http://127.0.0.1:9/v1", "timeout_s": 2}},
     )  # fmt: skip
-    assert run_judge(spec) == (("openai", "m", "http://127.0.0.1:9/v1"), {"timeout_s": 2})
+    assert wanted_judge(spec) == (("openai", "m", "http://127.0.0.1:9/v1"), {"timeout_s": 2})
     from josh.envs import ENVIRONMENTS
 
     ENVIRONMENTS.check("tau2-telecom", options=spec.env_options)

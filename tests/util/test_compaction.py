@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from josh.run.resumable import Counted, Session
+from josh.run.resumable import Counted, RunSession
 from josh.util.compaction import beside, compact, latest_lines
 
 
@@ -58,14 +58,14 @@ def test_a_last_line_without_its_newline_is_copied_whole(tmp_path: Path) -> None
     assert path.read_text(encoding="utf-8") == dump({"k": "a", "n": 2}) + dump({"k": "b"})
 
 
-def session(path: Path, keys: list[str]) -> Session[str, str]:
+def session(path: Path, keys: list[str]) -> RunSession[str, str]:
     def scan(p: Path):
         for value in map(json.loads, p.read_text(encoding="utf-8").splitlines()) if p.is_file() else ():
             found = read_key(value)
             if found is not None:
                 yield found
 
-    return Session(
+    return RunSession(
         keys, str, path, scan, path.with_name("stats.json"), lambda n: Counted("x", n, False), read_key=read_key
     )
 

@@ -1,6 +1,6 @@
 """An OpenEnv server as a josh environment: ``--env openenv:URL`` runs josh's evaluation and search on it.
 
-Any OpenEnv server with tools over MCP will do (``server.py`` reads what it offers): the tools are the ones it lists,
+Any OpenEnv server with tools over MCP will do (``client.py`` reads what it offers): the tools are the ones it lists,
 a tool call is OpenEnv's standard MCP action. Where the server has a user (``josh env serve``), the agent's words go
 to it as a ``message`` step and its reply is the user's; without one, the agent's words end the conversation (nobody
 answers them, and no standard action carries them). Where the server lists tasks (OpenEnv's task API with josh task
@@ -24,8 +24,8 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from josh.core.env import ConversationState, EnvBase
-from josh.envs.openenv.server import call_action, get, name_of, opening_text, probe, tool_answer
-from josh.envs.openenv.sessions import Action, Sessions, Step
+from josh.envs.openenv.client import call_action, get, name_of, opening_text, probe, tool_answer
+from josh.envs.openenv.sessions import Action, SessionPool, Step
 from josh.types import CallRecord, ErrorCategory, Goal, Message, Task, ToolCall, ToolResult
 
 PREFIX = "openenv:"
@@ -114,7 +114,7 @@ class RemoteEnv(EnvBase):
             self.goal_tools = frozenset()  # episodes by seed have no goal calls: the diagnostics count no tool as one
         self.episodes, self.seeds = episodes, seeds
         self._tasks: dict[str, Task] = {}
-        self.pool = Sessions(self.url, self._resets, sessions)
+        self.pool = SessionPool(self.url, self._resets, sessions)
         self.openings: dict[str, Step] = {}
         """Each task's reset answer, the first one asked (it carries the system prompt and the expected failures)."""
 

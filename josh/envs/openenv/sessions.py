@@ -24,7 +24,7 @@ Step = dict[str, Any]
 
 
 @dataclass
-class Session:
+class ServerSession:
     """One WebSocket session (OpenEnv's client) and where its episode is: the task and the actions taken."""
 
     client: Any
@@ -34,13 +34,13 @@ class Session:
     busy: bool = False
 
 
-class Sessions:
+class SessionPool:
     """At most ``size`` sessions with the server at ``url``; ``resets(task_id)``: the reset arguments that start the
     task's episode. See the module docstring."""
 
     def __init__(self, url: str, resets: Callable[[str], dict[str, Any]], size: int = 8) -> None:
         self.url, self.resets, self.size = url, resets, size
-        self.pool: list[Session] = []
+        self.pool: list[ServerSession] = []
         self.replayed = 0
         self.clock = 0
         self.free = threading.Condition()
@@ -80,7 +80,7 @@ class Sessions:
                 raise
 
     @contextmanager
-    def _held(self, task_id: str, done: list[Action] | None) -> Iterator[Session]:
+    def _held(self, task_id: str, done: list[Action] | None) -> Iterator[ServerSession]:
         """A session to use, held by this call alone: the free one whose actions are the longest prefix of ``done``
         on this task, else a new one, else the least recently used free one (``done`` None: never one that fits);
         every session busy: wait for one."""
@@ -92,7 +92,7 @@ class Sessions:
                     best = max(fits, key=lambda s: len(s.actions)) if fits else min(idle, key=lambda s: s.used)
                     break
                 if len(self.pool) < self.size:
-                    best = Session(None)
+                    best = ServerSession(None)
                     self.pool.append(best)
                     break
                 self.free.wait()

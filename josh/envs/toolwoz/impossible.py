@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from josh.core.claims import false_claims, refuses
 from josh.core.env import ConversationState
+from josh.envs.claims import false_claims, refuses
 from josh.envs.toolwoz.generator import DAYS, DB, GoalGenerator, matches
 from josh.envs.toolwoz.goal_text import render_goal
 from josh.envs.toolwoz.task import DomainGoal, make_task

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from rich.table import Table
 
-from josh.core.llm import LLM, Spent, run_session
+from josh.core.llm import LLM, Spent, run_with_llms
 from josh.envs import build_env
 from josh.eval.judge.arena import (
     PROMPT_VERSION,
@@ -152,7 +152,7 @@ def arena_session(
         max_tokens=max_tokens,
     )  # fmt: skip
     try:
-        return run_session(list(llms.values()), work)
+        return run_with_llms(list(llms.values()), work)
     finally:
         for llm in llms.values():
             llm.close()

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.table import Table
 
-from josh.core.llm import LLM, run_session
+from josh.core.llm import LLM, run_with_llms
 from josh.eval.judge.grounding import ungrounded
 from josh.eval.judge.rubric import DIMENSIONS, PROMPT_VERSION, TurnJudgement
 from josh.eval.judge.runner import MAX_JUDGE_TOKENS, judge_turn
@@ -141,7 +141,7 @@ def calibrate(spec: JudgeSpec, items: list[CalibrationItem] | None = None) -> Ca
         concurrency=spec.concurrency, max_tokens=spec.max_tokens,
     )  # fmt: skip
     try:
-        return run_session([llm], work)
+        return run_with_llms([llm], work)
     finally:
         llm.close()
 

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from josh.core.env import Env
-from josh.core.llm import LLM, run_session
+from josh.core.llm import LLM, run_with_llms
 from josh.envs import build_env
 from josh.eval.judge.rubric import PROMPT_VERSION
 from josh.eval.judge.runner import JudgeSummary, judge_run
@@ -99,7 +99,7 @@ def judge_folder(folder: str | Path, spec: JudgeSpec, env: Env) -> JudgeSummary:
         max_tokens=spec.max_tokens, run=provenance,
     )  # fmt: skip
     try:
-        summary = run_session([llm], work)
+        summary = run_with_llms([llm], work)
     finally:
         llm.close()
     record_judge(folder, spec)

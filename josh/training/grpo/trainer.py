@@ -24,7 +24,7 @@ from josh.agents import AGENTS
 from josh.core.llm import Sampling
 from josh.envs import build_env
 from josh.llm.health import stop_if_failing
-from josh.run.components import build_llms, check_llms, run_agent, run_user
+from josh.run.components import build_agent, build_llms, build_user, check_llms
 from josh.training.config import base_arguments
 from josh.training.data import to_dataset
 from josh.training.grpo.ledger import rollout_ledger
@@ -133,7 +133,7 @@ class ConversationRollout:
         self.env = WatchedEnv(env)
         self.tasks = {t.id: t for t in tasks}
         self.user_llm = self._user_llm()
-        self.user = run_user(self.env, recipe.grpo.user, self.user_llm, recipe.grpo.user_options)
+        self.user = build_user(self.env, recipe.grpo.user, self.user_llm, recipe.grpo.user_options)
         self.stats = RolloutStats(max_llm_calls=recipe.grpo.max_llm_calls)
         self.batches_at: dict[int, int] = {}  # rollout batches so far at each optimizer step
         self.__name__ = "josh_conversations"
@@ -152,7 +152,7 @@ class ConversationRollout:
         spec = self.recipe.grpo
         sampling = Sampling(temperature=spec.temperature, top_p=spec.top_p, max_new_tokens=spec.max_new_tokens)
         bounded = BoundedLLM(llm, self.tokenizer, self.recipe.max_length)
-        return run_agent(self.env, spec.agent, bounded, spec.agent_options, sampling)
+        return build_agent(self.env, spec.agent, bounded, spec.agent_options, sampling)
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         from josh.llm.hf import HFLLM  # deferred: loads huggingface_hub, tokenizers, torch, transformers

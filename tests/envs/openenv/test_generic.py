@@ -142,7 +142,7 @@ def test_a_task_list_josh_cannot_read_is_one_line():
 
 def test_openings_and_tool_answers_of_other_shapes():
     """What other servers may answer: an opening in another field or none, a tool that reports its own error."""
-    from josh.envs.openenv.server import opening_text, tool_answer
+    from josh.envs.openenv.client import opening_text, tool_answer
 
     assert opening_text({"question": "2+2?", "metadata": {"prompt": "ignored"}, "reward": 0.0}) == "2+2?"
     assert opening_text({"board": [1, 2], "metadata": {}, "reward": 0.0, "done": False}) == '{"board": [1, 2]}'

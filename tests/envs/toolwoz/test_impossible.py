@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from josh.agents.replay import ReplayAgent
 from josh.cli.main import app
-from josh.core.claims import claims, false_claims, refuses
+from josh.envs.claims import claims, false_claims, refuses
 from josh.envs.toolwoz.agenda import AgendaUser
 from josh.envs.toolwoz.env import ToolWOZEnv
 from josh.envs.toolwoz.generator import matches

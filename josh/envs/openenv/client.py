@@ -1,4 +1,5 @@
-"""What an OpenEnv server offers, read from its own endpoints, and its answers read as josh's.
+"""The client side of someone else's OpenEnv server: what it offers, read from its own endpoints, and its answers
+read as josh's (``josh env serve``, the server side, is ``josh.run.openenv_server``).
 
 Any OpenEnv server has ``/health``, ``/list_environments`` or ``/metadata`` (its name), ``/schema`` (its action's fields) and its tools over
 MCP (``/mcp``, ``tools/list``); a tool call is OpenEnv's standard MCP action (``{"type": "call_tool", "tool_name",

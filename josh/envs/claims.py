@@ -4,7 +4,9 @@
 A reply is split into sentences; a sentence claims success when it has a success phrase and no negation, and
 refuses when it has a negation or an unavailability phrase. Comparing the claims with what the environment did
 gives the "claimed success that did not happen" metric: a booking claimed while no write succeeded, or a find
-claimed while every lookup came back empty.
+claimed while every lookup came back empty. The phrases are English. Two readers: ToolWOZ's impossible-task reward
+(``toolwoz/impossible.py``) and the run diagnostics of every environment (``josh.run.diagnostics``), which read it
+against the environment's ``write_tools``.
 """
 
 from __future__ import annotations
