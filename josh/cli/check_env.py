@@ -44,8 +44,8 @@ def check_env(
 ) -> None:
     """Check that an environment is fit for search: forks equal fresh replays, calls are deterministic and never
     raise, rewards lie in [0, 1], schemas and splits are valid."""
-    from josh.envs.checker import check_env as run_checks  # deferred: keeps josh --help light
-    from josh.run.components import build_judged_env  # deferred: keeps josh --help light
+    from josh.envs.checker import check_env as run_checks  # heavy: the checker
+    from josh.run.components import build_judged_env  # heavy: the run layer
 
     start = time.perf_counter()
     env = build_judged_env(name, data, key_values(env_option, "--env-option", "judge=openai:gpt-4.1"))

@@ -80,8 +80,12 @@ def download(
     if source is not Source.auto and dataset is not Dataset.toolwoz:
         raise _fail(ValueError("--source is for toolwoz only"))
     # deferred: keeps josh --help light
-    from josh.envs.toolwoz.download import DownloadError, download_multiwoz, download_toolwoz
-    from josh.envs.toolwoz.multiwoz import DataFormatError  # deferred: keeps josh --help light
+    from josh.envs.toolwoz.download import (  # heavy: the ToolWOZ modules
+        DownloadError,
+        download_multiwoz,
+        download_toolwoz,
+    )
+    from josh.envs.toolwoz.multiwoz import DataFormatError  # heavy: the ToolWOZ modules
 
     if source is not Source.pypi:
         run = download_toolwoz if dataset is Dataset.toolwoz else download_multiwoz
@@ -106,9 +110,9 @@ def _print_counts(counts: dict[str, int], source: Path | str) -> None:
 
 def _install_paper(dest: Path | None) -> None:
     """The paper's ToolWOZ from the package josh-train (``josh.envs.toolwoz.paper_data``)."""
-    from josh.envs.toolwoz.multiwoz import DataFormatError  # deferred: keeps josh --help light
-    from josh.envs.toolwoz.paper_data import install_paper_toolwoz, paper_dir  # deferred: keeps josh --help light
-    from josh.envs.toolwoz.paper_package import PaperPackageError  # deferred: keeps josh --help light
+    from josh.envs.toolwoz.multiwoz import DataFormatError  # heavy: the ToolWOZ modules
+    from josh.envs.toolwoz.paper_data import install_paper_toolwoz, paper_dir  # heavy: the ToolWOZ modules
+    from josh.envs.toolwoz.paper_package import PaperPackageError  # heavy: the ToolWOZ modules
 
     console.print(f"the paper's ToolWOZ into {dest or paper_dir()} (package josh-train==0.1.4, about 25 MB)")
     try:
@@ -134,7 +138,7 @@ def mini(
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Regenerate the mini ToolWOZ set (invented database + train/val/test tasks)."""
-    from josh.envs.toolwoz.mini import write_mini  # deferred: keeps josh --help light
+    from josh.envs.toolwoz.mini import write_mini  # heavy: the ToolWOZ modules
 
     counts = write_mini(dest, seed=seed)
     console.print(", ".join(f"{split}: {n}" for split, n in counts.items()) + f" tasks written to {dest}")
@@ -157,10 +161,10 @@ def generate(
     ),
 ) -> None:
     """Generate tasks over any MultiWOZ-format database: valid ones, and with --impossible some that cannot be met."""
-    from josh.envs.toolwoz.data import write_tasks  # deferred: keeps josh --help light
-    from josh.envs.toolwoz.generator import generate as generate_tasks  # deferred: keeps josh --help light
-    from josh.envs.toolwoz.generator import load_db  # deferred: keeps josh --help light
-    from josh.envs.toolwoz.impossible import generate_with_impossible, summary_of  # deferred: keeps josh --help light
+    from josh.envs.toolwoz.data import write_tasks  # heavy: the ToolWOZ modules
+    from josh.envs.toolwoz.generator import generate as generate_tasks  # heavy: the ToolWOZ modules
+    from josh.envs.toolwoz.generator import load_db  # heavy: the ToolWOZ modules
+    from josh.envs.toolwoz.impossible import generate_with_impossible, summary_of  # heavy: the ToolWOZ modules
 
     try:
         if impossible > 0:
@@ -176,8 +180,8 @@ def generate(
 
 
 def _load(source: str) -> ToolWOZData:
-    from josh.envs.toolwoz.data import load_toolwoz  # deferred: keeps josh --help light
-    from josh.envs.toolwoz.multiwoz import DataFormatError  # deferred: keeps josh --help light
+    from josh.envs.toolwoz.data import load_toolwoz  # heavy: the ToolWOZ modules
+    from josh.envs.toolwoz.multiwoz import DataFormatError  # heavy: the ToolWOZ modules
 
     try:
         return load_toolwoz(source)
@@ -187,7 +191,7 @@ def _load(source: str) -> ToolWOZData:
 
 def stats_columns() -> tuple[str, ...]:
     """The columns of the ``josh data stats`` table, in order."""
-    from josh.envs.toolwoz.task import DOMAINS  # deferred: keeps josh --help light
+    from josh.envs.toolwoz.task import DOMAINS  # heavy: the ToolWOZ modules
 
     return ("split", "tasks", "1-domain", "search", "book", "fail_info", "fail_book", *DOMAINS, "repaired", "defects")
 
@@ -207,7 +211,7 @@ def stats(
     """Tasks per split: single-domain tasks, search/book goals, fail cases, tasks per domain, goals repaired against
     the database and annotation defects (tasks nobody can complete; their ids are listed, and with --repairs those
     of the repaired tasks)."""
-    from josh.envs.toolwoz.task import DOMAINS  # deferred: keeps josh --help light
+    from josh.envs.toolwoz.task import DOMAINS  # heavy: the ToolWOZ modules
 
     data = _load(source)
     table = Table(title=f"ToolWOZ source {source} (db: {data.db_dir})")

@@ -33,9 +33,9 @@ def serve(
 ) -> None:
     """Serve environment NAME with its user simulator as an OpenEnv server (reset, step, state, tools over MCP)."""
     try:
-        import uvicorn
+        import uvicorn  # optional: the openenv extra
 
-        from josh.run.openenv_server import (  # deferred: imports OpenEnv, FastMCP and the environment
+        from josh.run.openenv_server import (  # optional: the openenv extra
             build_served,
             serve_app,
         )

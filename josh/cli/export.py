@@ -25,10 +25,10 @@ def tau2(
     model_name: str | None = typer.Option(None, "--model-name", help="model name (default: the agent's model)"),
 ) -> None:
     """τ²'s Results JSON per domain (trajectories/DOMAIN.json) and a leaderboard submission.json, checked by τ²."""
-    from josh.envs.tau2.package import require_tau2  # deferred: keeps josh --help light
+    from josh.envs.tau2.package import require_tau2  # optional: the tau2 extra
 
     require_tau2()  # first: a missing or other tau2 is one line, and τ²'s import-time logging stays off
-    from josh.eval.tau2_submission import Contact, export_tau2  # deferred: imports tau2 and litellm (seconds)
+    from josh.eval.tau2_submission import Contact, export_tau2  # optional: the tau2 extra
 
     contact = (
         Contact(email=email, organization=organization, name=name, github=github) if email and organization else None

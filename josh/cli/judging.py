@@ -8,11 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.console import Console
 
 from josh.cli.options import json_summary, key_values, prints_json
+from josh.llm.factory import llm_config
 from josh.registry import parse_backend_model
+from josh.run.spec import JudgeSpec
 from josh.util.errors import reported, reports_errors, skips_bad_lines
 from josh.util.layout import EVAL_LOG, RESULTS
+from josh.util.quiet import noise_to
 
 JUDGE_HELP = "the LLM judge, BACKEND:MODEL (e.g. hf:smollm2, openai:gpt-4.1)"
 JUDGE_OPTION_HELP = "judge backend setting, KEY=VALUE, repeatable (e.g. base_url=http://HOST:8000/v1)"
@@ -37,7 +41,6 @@ def judge_spec(
         if options:
             raise ValueError("--judge-option needs --judge BACKEND:MODEL")
         return None
-    from josh.run.spec import JudgeSpec  # deferred: keeps josh --help light
 
     backend, model = parse_backend_model(judge, "--judge")
     settings = key_values(options, "--judge-option", "dtype=bfloat16")
@@ -45,11 +48,10 @@ def judge_spec(
         backend=backend, model=model, llm_options=settings, grammar=grammar, concurrency=concurrency,
         max_tokens=max_tokens,
     )  # fmt: skip
-    from josh.llm.factory import llm_config  # deferred: keeps josh --help light
 
     llm_config(spec.backend, spec.model, **spec.llm_options)  # a bad backend or setting: one line, before any work
     if check:
-        from josh.eval.judge.session import check_judge  # deferred: keeps josh --help light
+        from josh.eval.judge.session import check_judge  # heavy: the eval stage
 
         check_judge(spec)
     return spec
@@ -57,13 +59,12 @@ def judge_spec(
 
 def judge_after_eval(folder: Path, spec: Any, env: Any) -> None:
     """``josh eval --judge``: the finished evaluation judged, and the judge's table."""
-    from josh.eval.judge.session import (  # deferred: keeps josh --help light
+    from josh.eval.judge.session import (  # heavy: the eval stage
         judge_folder,
         print_judge_summary,
         run_block,
         self_judging,
     )
-    from josh.util.quiet import noise_to  # deferred: keeps josh --help light
 
     with reported(interrupted=f"finished judgements are in {folder}; rerun the same command to resume"):
         warning = self_judging(run_block(folder), spec)
@@ -91,7 +92,7 @@ def judge(
     ),
 ) -> None:
     """Score every agent reply of an evaluation on cohesion, backend consistency and policy compliance (TD-Eval)."""
-    from josh.eval.judge.session import (  # deferred: keeps josh --help light
+    from josh.eval.judge.session import (  # heavy: the eval stage
         judge_folder,
         judged_env,
         print_judge_summary,
@@ -101,8 +102,8 @@ def judge(
 
     spec = judge_spec(judge, judge_options, grammar=judge_grammar, concurrency=concurrency, max_tokens=judge_max_tokens)
     if calibrate:
-        from josh.eval.judge.calibration import calibrate as run_calibration  # deferred: keeps josh --help light
-        from josh.eval.judge.calibration import print_calibration  # deferred: keeps josh --help light
+        from josh.eval.judge.calibration import calibrate as run_calibration  # heavy: the eval stage
+        from josh.eval.judge.calibration import print_calibration  # heavy: the eval stage
 
         report = run_calibration(spec)
         json_summary(report)
@@ -137,10 +138,8 @@ def arena(
 ) -> None:
     """Compare runs conversation by conversation: a judge picks the better agent of each pair, in both orders, and
     the runs are ranked by Bradley-Terry strength and Elo (TD-Eval's arena)."""
-    from rich.console import Console
-
-    from josh.eval.judge.arena import load_runs, shared_keys  # deferred: keeps josh --help light
-    from josh.eval.judge.arena_runner import arena_session, arena_table, skipped_counts  # deferred: as above
+    from josh.eval.judge.arena import load_runs, shared_keys  # heavy: the eval stage
+    from josh.eval.judge.arena_runner import arena_session, arena_table, skipped_counts  # heavy: the eval stage
 
     spec = judge_spec(judge, judge_options, grammar=judge_grammar, concurrency=concurrency, max_tokens=judge_max_tokens)
     loaded = load_runs(runs)

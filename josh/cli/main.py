@@ -3,13 +3,16 @@ so ``josh --help`` stays fast)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.console import Console
 
 from josh.cli.check_env import CheckEnvCommand, check_env
+from josh.cli.data import data_app
 from josh.cli.env import env_app
 from josh.cli.export import export_app
 from josh.cli.judging import (
@@ -34,12 +37,18 @@ from josh.cli.options import (
     run_options,
     split_option,
 )
+from josh.cli.paper import import_paper
 from josh.cli.plan import eval_lines, rollout_lines
+from josh.cli.serve import serve
+from josh.llm.health import stop_if_failing
+from josh.training.cli import train_app
 from josh.util.atomic import no_half_made
 from josh.util.errors import reported, reports_errors, set_verbose, skips_bad_lines
 from josh.util.layout import EVAL_LOG, ROLLOUT_LOG
 from josh.util.plan import PLAN_HELP, print_plan
+from josh.util.quiet import noise_to
 from josh.util.width import wide_when_not_a_terminal
+from josh.version import __version__
 
 if TYPE_CHECKING:
     from josh.run.components import ComponentOptions
@@ -71,8 +80,6 @@ def main(
 @app.command()
 def version() -> None:
     """Print the installed josh version."""
-    from josh.version import __version__  # deferred: keeps josh --help light
-
     typer.echo(__version__)
 
 
@@ -98,10 +105,9 @@ def rollout(
     plan: bool = typer.Option(False, "--plan", help=PLAN_HELP),
 ) -> None:
     """JOSH beam search over a task split; one tree per task streamed to OUT/trees.jsonl (resumable)."""
-    from josh.run.components import preflight  # deferred: keeps josh --help light
-    from josh.search.algorithm import SearchConfig  # deferred: keeps josh --help light
-    from josh.search.rollout import RolloutConfig, RolloutOptions, rollout_from_options
-    from josh.util.quiet import noise_to  # deferred: keeps josh --help light
+    from josh.run.components import preflight  # heavy: the run layer
+    from josh.search.algorithm import SearchConfig  # heavy: the search layer
+    from josh.search.rollout import RolloutConfig, RolloutOptions, rollout_from_options  # heavy: the search layer
 
     if plan:
         with reported():
@@ -118,7 +124,7 @@ def rollout(
             if ray_address is None:
                 stats = rollout_from_options(options, progress=progress)
             else:
-                from josh.search.distributed import RayOptions, rollout_on_ray
+                from josh.search.distributed import RayOptions, rollout_on_ray  # heavy: the search layer
 
                 ray_options = RayOptions(
                     address=ray_address, actors=actors, gpus_per_actor=gpus_per_actor,
@@ -162,11 +168,9 @@ def eval_(
     plan: bool = typer.Option(False, "--plan", help=PLAN_HELP),
 ) -> None:
     """Evaluate an agent (no search) on a split: average reward, 100% success, pass^k, error shares, cost."""
-    from josh.eval.evaluate import evaluate, finished_count  # deferred: keeps josh --help light
-    from josh.eval.summary import print_summary  # deferred: keeps josh --help light
-    from josh.llm.health import stop_if_failing  # deferred: keeps josh --help light
-    from josh.run.components import build_components, preflight  # deferred: keeps josh --help light
-    from josh.util.quiet import noise_to  # deferred: keeps josh --help light
+    from josh.eval.evaluate import evaluate, finished_count  # heavy: the eval stage
+    from josh.eval.summary import print_summary  # heavy: the eval stage
+    from josh.run.components import build_components, preflight  # heavy: the run layer
 
     if plan:
         with reported():
@@ -207,7 +211,7 @@ def eval_(
     json_summary(summary)
     print_summary(summary, title=f"{spec.agent} on {spec.env}/{spec.data}:{spec.split} -> {out}")
     _print_errors(summary.error_counts, out)
-    from josh.run.diagnostics import print_diagnostics  # deferred: keeps josh --help light
+    from josh.run.diagnostics import print_diagnostics  # heavy: the run layer
 
     print_diagnostics(summary.diagnostics)
     _exit_if_failed(summary.failed, "conversations", out)
@@ -273,11 +277,11 @@ def extract(
 ) -> None:
     """Turn rollout trees into sft.jsonl, kto.jsonl and dpo.jsonl (TRL's conversational tool-calling format) with a
     dataset card (README.md), or tree.jsonl; --push-to-hub uploads them (needs josh-agents[train] and a Hub token)."""
-    from josh.eval.judge.reply import reply_judge, rollout_policy  # deferred: keeps josh --help light
-    from josh.harvest.advantages import AdvantageConfig  # deferred: keeps josh --help light
-    from josh.harvest.extract import TRL_FORMATS, ExtractConfig, extract_run  # deferred: keeps josh --help light
-    from josh.harvest.judge_gate import JudgeGate  # deferred: keeps josh --help light
-    from josh.harvest.reframe import run_reframe  # deferred: keeps josh --help light
+    from josh.eval.judge.reply import reply_judge, rollout_policy  # heavy: the eval stage
+    from josh.harvest.advantages import AdvantageConfig  # heavy: the harvest stage
+    from josh.harvest.extract import TRL_FORMATS, ExtractConfig, extract_run  # heavy: the harvest stage
+    from josh.harvest.judge_gate import JudgeGate  # heavy: the harvest stage
+    from josh.harvest.reframe import run_reframe  # heavy: the harvest stage
 
     with reported(), no_half_made(out or run):
         spec = judge_spec_of(judge, judge_options, grammar=judge_grammar, max_tokens=judge_max_tokens)
@@ -299,7 +303,7 @@ def extract(
             advantages=AdvantageConfig(subtree=subtree), judge=scorer, reframe=reframe,
         )  # fmt: skip
         if push_to_hub:
-            from josh.harvest.hub import push_rows  # deferred: datasets and huggingface_hub are heavy
+            from josh.harvest.hub import push_rows  # heavy: the harvest stage
 
             pushed = push_rows(out_dir, push_to_hub, chosen, private=private)
     json_summary(stats)
@@ -341,7 +345,7 @@ def view(
 ) -> None:
     """Self-contained HTML of JOSH search trees (ideal path, partial and pruned branches, tool calls), or of an
     evaluation's conversations with each reply's judgement beside it."""
-    from josh.cli.view import (  # deferred: keeps josh --help light
+    from josh.cli.view import (  # heavy: the viewer (jinja2 templates)
         is_evaluation,
         open_in_browser,
         write_conversations,
@@ -377,7 +381,7 @@ def loop_(
     plan: bool = typer.Option(False, "--plan", help=PLAN_HELP),
 ) -> None:
     """Self-train: baseline eval, warm start, rounds of rollouts -> extract -> SFT/KTO -> eval, report (resumable)."""
-    from josh.loop.demo import run_with_table  # deferred: keeps josh --help light
+    from josh.loop.demo import run_with_table  # heavy: the loop
 
     run_with_table(recipe, overrides or [], progress=progress, seeds=seeds, plan=plan)
 
@@ -389,12 +393,8 @@ def report_(
     as_json: bool = typer.Option(False, "--json", help="print report.json instead of the tables"),
 ) -> None:
     """Rebuild a loop's report.md and report.json from its finished stages (nothing is rerun) and print it."""
-    from pathlib import Path
-
-    from rich.console import Console
-
-    from josh.loop.render import print_loop_report, print_seeds_report  # deferred: keeps josh --help light
-    from josh.loop.seeds import SeedsReport, rebuild  # deferred: keeps josh --help light
+    from josh.loop.render import print_loop_report, print_seeds_report  # heavy: the loop
+    from josh.loop.seeds import SeedsReport, rebuild  # heavy: the loop
 
     with reported():
         report = rebuild(Path(run_dir))
@@ -418,9 +418,7 @@ def compare_(
     as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON instead of the tables"),
 ) -> None:
     """Paired per-task comparison of finished evaluations, pooling several evaluations (seeds) per model."""
-    from rich.console import Console
-
-    from josh.eval.compare import compare_evaluations, print_compare  # deferred: keeps josh --help light
+    from josh.eval.compare import compare_evaluations, print_compare  # heavy: the eval stage
 
     report = compare_evaluations(models, baseline)
     if as_json:
@@ -437,7 +435,7 @@ def demo(
     progress: bool = PROGRESS,
 ) -> None:
     """The CPU demo: JOSH self-training of SmolLM2-135M on the mini ToolWOZ set (offline; 18 to 20 minutes on 2 cores)."""
-    from josh.loop.demo import demo_recipe, run_with_table  # deferred: keeps josh --help light
+    from josh.loop.demo import demo_recipe, run_with_table  # heavy: the loop
 
     run_with_table(str(demo_recipe()), overrides or [], progress=progress)
 
@@ -471,11 +469,7 @@ def matrix(
 ) -> None:
     """Evaluate every agent against every user simulator on the same tasks: reward table with intervals, each
     agent's spread across simulators, and where two agents' ranking flips."""
-    import asyncio
-
-    from rich.console import Console
-
-    from josh.eval.matrix import MatrixConfig, print_matrix, run_matrix  # deferred: keeps josh --help light
+    from josh.eval.matrix import MatrixConfig, print_matrix, run_matrix  # heavy: the eval stage
 
     console = Console()
     settings = key_values(llm_options, "--llm-option", "dtype=bfloat16")
@@ -489,40 +483,16 @@ def matrix(
     print_matrix(result, console)
 
 
-def _register_data() -> None:
-    from josh.cli.data import data_app  # deferred: keeps josh --help light
-    from josh.cli.paper import import_paper  # deferred: keeps josh --help light
-
-    data_app.command("import-paper")(import_paper)
-    app.add_typer(data_app, name="data")
-
-
-_register_data()
-
-
-def _register_train() -> None:
-    from josh.training.cli import train_app  # deferred: keeps josh --help light
-
-    app.add_typer(train_app, name="train")
-
-
-_register_train()
-
+data_app.command("import-paper")(import_paper)
+app.add_typer(data_app, name="data")
+app.add_typer(train_app, name="train")
 
 app.command()(judge)
 app.command()(arena)
 app.command("check-env", cls=CheckEnvCommand)(check_env)
 app.add_typer(export_app, name="export")
 app.add_typer(env_app, name="env")
-
-
-def _register_serve() -> None:
-    from josh.cli.serve import serve  # deferred: keeps josh --help light
-
-    app.command()(serve)
-
-
-_register_serve()
+app.command()(serve)
 
 
 if __name__ == "__main__":

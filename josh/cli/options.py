@@ -22,7 +22,10 @@ import typer
 from pydantic import BaseModel
 from typer.core import TyperCommand
 
+from josh.core.llm import Sampling
+from josh.llm.factory import BACKENDS
 from josh.run.spec import RunSpec
+from josh.util.errors import reported
 
 if TYPE_CHECKING:
     from josh.registry import Registry
@@ -40,10 +43,9 @@ EXAMPLES = {
 
 def registry(kind: str) -> Registry:
     """The registry of environments, agents, users or backends."""
-    from josh.agents import AGENTS  # deferred: keeps josh --help light
-    from josh.envs import ENVIRONMENTS  # deferred: keeps josh --help light
-    from josh.llm.factory import BACKENDS  # deferred: keeps josh --help light
-    from josh.users import USERS  # deferred: keeps josh --help light
+    from josh.agents import AGENTS  # heavy: the component registries, which josh --help does not read
+    from josh.envs import ENVIRONMENTS  # heavy: as above
+    from josh.users import USERS  # heavy: as above
 
     return {"env": ENVIRONMENTS, "agent": AGENTS, "backend": BACKENDS, "user": USERS}[kind]
 
@@ -55,7 +57,7 @@ def _option_text(name: str) -> str:
 
 def remote_options() -> list[str]:
     """The options of an OpenEnv server as an environment (``--env openenv:URL``)."""
-    from josh.envs.openenv import RemoteEnv  # deferred: keeps josh --help light
+    from josh.envs.openenv import RemoteEnv  # heavy: the OpenEnv client's modules
 
     return list(inspect.signature(RemoteEnv).parameters)[1:]
 
@@ -121,7 +123,7 @@ def option(name: str) -> Any:
 
 def key_values(texts: list[str] | None, flag: str, example: str) -> dict[str, Any]:
     """``KEY=VALUE`` flags as a dict (values read as YAML)."""
-    from josh.training.recipe import parse_override  # deferred: keeps josh --help light
+    from josh.training.recipe import parse_override  # heavy: the training stage
 
     out = {}
     for text in texts or []:
@@ -134,8 +136,7 @@ def key_values(texts: list[str] | None, flag: str, example: str) -> dict[str, An
 
 def components_from(values: dict[str, Any], split: str = "test") -> ComponentOptions:
     """``ComponentOptions`` from run option values; temperature / max_new_tokens become the agent's sampling."""
-    from josh.core.llm import Sampling  # deferred: keeps josh --help light
-    from josh.run.components import ComponentOptions  # deferred: keeps josh --help light
+    from josh.run.components import ComponentOptions  # heavy: the run layer
 
     values = dict(values)
     temperature, max_new = values.pop("temperature", None), values.pop("max_new_tokens", None)
@@ -155,8 +156,6 @@ def components_from(values: dict[str, Any], split: str = "test") -> ComponentOpt
 def run_options(split: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Replace a command's ``spec`` parameter by ``--split`` (default ``split``: the split the command usually runs
     on) and the run options; the command receives them as one ``ComponentOptions`` in ``spec``."""
-    from josh.util.errors import reported  # deferred: keeps josh --help light
-
     options = {"split": (str, split_option(split)), **RUN_OPTIONS}
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:

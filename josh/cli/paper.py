@@ -29,12 +29,12 @@ def import_paper(
     ),
 ) -> None:
     """Turn the paper's own JOSH rollouts into trees.jsonl (josh view) and the sft/kto/dpo rows josh extract writes."""
-    from josh.harvest.extract import ExtractConfig  # deferred: keeps josh --help light
-    from josh.harvest.paper_import import import_paper as run_import  # deferred: keeps josh --help light
+    from josh.harvest.extract import ExtractConfig  # heavy: the harvest stage
+    from josh.harvest.paper_import import import_paper as run_import  # heavy: the harvest stage
 
     with reported():
         if archive is None:
-            from josh.envs.toolwoz.paper_package import paper_wheel  # deferred: keeps josh --help light
+            from josh.envs.toolwoz.paper_package import paper_wheel  # heavy: the ToolWOZ modules
 
             archive = paper_wheel()
         stats = run_import(archive, out, ExtractConfig(min_reward=min_reward, trim_at_failure=trim_at_failure))

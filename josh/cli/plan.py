@@ -6,6 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from josh.util.jsonl import iter_jsonl
+from josh.util.layout import TREES
+
 if TYPE_CHECKING:
     from josh.run.components import ComponentOptions
     from josh.run.plan import Bound
@@ -20,8 +23,8 @@ def bound_text(bound: Bound) -> tuple[str, str]:
 
 def eval_lines(spec: ComponentOptions, out: str, trials: int, max_turns: int) -> dict[str, str]:
     """``josh eval --plan``: the run resolved, the conversations to run (after those ``out`` holds) and their bound."""
-    from josh.eval.evaluate import finished_count  # deferred: keeps josh --help light
-    from josh.run.plan import conversation_bound, plan_run  # deferred: keeps josh --help light
+    from josh.eval.evaluate import finished_count  # heavy: the eval stage
+    from josh.run.plan import conversation_bound, plan_run  # heavy: the run layer
 
     plan = plan_run(spec)
     lines = plan.lines()
@@ -39,10 +42,8 @@ def eval_lines(spec: ComponentOptions, out: str, trials: int, max_turns: int) ->
 def rollout_lines(spec: ComponentOptions, out: str, search: SearchConfig) -> dict[str, str]:
     """``josh rollout --plan``: the run resolved, the tasks to search (after the trees ``out`` holds) and their
     bound."""
-    from josh.run.plan import plan_run, search_bound  # deferred: keeps josh --help light
-    from josh.run.resumable import finished_keys  # deferred: keeps josh --help light
-    from josh.util.jsonl import iter_jsonl  # deferred: keeps josh --help light
-    from josh.util.layout import TREES  # deferred: keeps josh --help light
+    from josh.run.plan import plan_run, search_bound  # heavy: the run layer
+    from josh.run.resumable import finished_keys  # heavy: the run layer
 
     plan = plan_run(spec)
     lines = plan.lines()

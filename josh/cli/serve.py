@@ -14,6 +14,7 @@ leaves the calls in the text, where josh's agents read them exactly as from the 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import socket
@@ -73,7 +74,7 @@ def _merged(adapter: Path, folder: Path | None) -> Path:
     if _stamp(target) == stamp:
         return target
     _check_writable(target)
-    from josh.training.merge import merge_adapter  # deferred: loads the training stack's model code
+    from josh.training.merge import merge_adapter  # heavy: the training stage
 
     return _build(target, stamp, lambda tmp: merge_adapter(adapter, tmp))
 
@@ -151,8 +152,6 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def check_installed() -> None:
     """Raise ``ImportError`` naming the extra when the server's packages are missing."""
-    import importlib.util
-
     missing = [name for name in ("fastapi", "uvicorn") if importlib.util.find_spec(name) is None]
     if missing:
         raise ImportError(f"{INSTALL_HINT} ({', '.join(missing)} missing)")
@@ -215,7 +214,7 @@ class ModelServer:
         return self
 
     def _wait_ready(self, timeout_s: float) -> None:
-        import openai
+        import openai  # heavy: openai
 
         client = openai.OpenAI(api_key="EMPTY", base_url=self.base_url, timeout=5.0, max_retries=0)
         deadline = time.monotonic() + timeout_s
