@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
+from josh.training.launch import process_rank, world_size
 from josh.util.errors import reported, skips_bad_lines
 from josh.util.plan import PLAN_HELP, print_plan
 
@@ -28,10 +30,8 @@ def run_command(
 ) -> None:
     """Load and check the recipe, train (``plan``: print what training would do instead), and turn every input
     problem into one red line and exit code 2."""
-    from rich.console import Console
-
-    from josh.training.recipe import RecipeError, load_recipe  # deferred: keeps josh --help light
-    from josh.training.runner import train  # deferred: keeps josh --help light
+    from josh.training.recipe import RecipeError, load_recipe  # heavy: the training stage
+    from josh.training.runner import train  # heavy: the training stage
 
     console = Console(stderr=True, soft_wrap=True)
     with reported(interrupted="rerun the same command with --resume to continue from the last checkpoint"):
@@ -44,13 +44,12 @@ def run_command(
         if output is not None:
             loaded.output_dir, loaded.run_name = output.parent, output.name
         if plan:
-            from josh.training.launch import process_rank, world_size  # deferred: keeps josh --help light
-            from josh.training.runner import plan as training_plan  # deferred: keeps josh --help light
+            from josh.training.runner import plan as training_plan  # heavy: the training stage
 
             lines = training_plan(loaded, resume=resume, processes=world_size())  # every process checks
             return print_plan(f"josh train {method} --plan", lines) if process_rank() == 0 else None
         run_dir = train(loaded, resume=resume, source=str(recipe))
-    from accelerate import PartialState
+    from accelerate import PartialState  # optional: the train extra
 
     if PartialState().is_main_process:
         console.print(f"[green]done:[/green] {run_dir}")

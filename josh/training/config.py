@@ -41,7 +41,7 @@ def check_liger_kernel(enabled: bool) -> None:
     """``optim.liger_kernel`` needs Liger's Triton kernels and a CUDA GPU to run them; say which is missing."""
     if not enabled:
         return
-    import torch
+    import torch  # optional: the train extra
 
     if not torch.cuda.is_available():
         raise RecipeError(

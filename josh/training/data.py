@@ -169,7 +169,7 @@ def drop_overlong(
 
 def to_dataset(rows: list[dict[str, Any]]) -> Any:
     """An arrow-backed ``datasets.Dataset`` of normalised rows."""
-    from datasets import Dataset
+    from datasets import Dataset  # optional: the train extra
 
     return Dataset.from_list(rows)
 

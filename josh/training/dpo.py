@@ -12,7 +12,7 @@ from josh.training.recipe import TrainRecipe
 def build_trainer(
     recipe: TrainRecipe, rows: list[dict[str, Any]], model: Any, tokenizer: Any, output_dir: Path, callbacks: list
 ) -> Any:
-    from trl import DPOConfig, DPOTrainer
+    from trl import DPOConfig, DPOTrainer  # optional: the train extra
 
     args = DPOConfig(**base_arguments(recipe, output_dir), beta=recipe.dpo.beta, loss_type=[recipe.dpo.loss_type])
     return trl_trainer(DPOTrainer, recipe, args, rows, model, tokenizer, callbacks)

@@ -47,7 +47,7 @@ def validate(recipe: TrainRecipe, rows: list[dict[str, Any]]) -> None:
 def build_trainer(
     recipe: TrainRecipe, rows: list[dict[str, Any]], model: Any, tokenizer: Any, output_dir: Path, callbacks: list
 ) -> Any:
-    from trl import KTOConfig, KTOTrainer
+    from trl import KTOConfig, KTOTrainer  # optional: the train extra
 
     rows = list(rows)
     random.Random(recipe.seed).shuffle(rows)  # the KTO sampler is sequential: mix the labels once, reproducibly

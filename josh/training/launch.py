@@ -63,8 +63,8 @@ def process_state() -> Any:
     """accelerate's ``PartialState`` for this process; the processes of a launch without a GPU use CPU + gloo, with
     FSDP or DeepSpeed when the launch config asks for them."""
     check_cpu_launch()  # before accelerate's import (torch): a refused launch stops in a second
-    from accelerate import PartialState
-    from accelerate.utils import DistributedType
+    from accelerate import PartialState  # optional: the train extra
+    from accelerate.utils import DistributedType  # optional: the train extra
 
     if world_size() > 1 and os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true":
         _no_deepspeed_shm_op()
@@ -84,8 +84,8 @@ def process_state() -> Any:
 def _no_deepspeed_shm_op() -> None:
     """On DeepSpeed's CPU accelerator, mark its shared-memory all-reduce op unavailable before the process group
     starts (see the module docstring): DeepSpeed then leaves it unbuilt and reduces through gloo."""
-    import deepspeed.ops
-    from deepspeed.accelerator import get_accelerator
+    import deepspeed.ops  # optional: the deepspeed extra
+    from deepspeed.accelerator import get_accelerator  # optional: the deepspeed extra
 
     if get_accelerator().device_name() == "cpu":
         deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
@@ -94,8 +94,12 @@ def _no_deepspeed_shm_op() -> None:
 def _cpu_fsdp_state() -> None:
     """Make the CPU processes' accelerator state an FSDP one, from the launcher's ``FSDP_*`` variables, as
     accelerate's ``AcceleratorState`` does for GPU processes (where the trainer's accelerator builds it)."""
-    from accelerate.state import AcceleratorState, PartialState
-    from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin, TorchDynamoPlugin
+    from accelerate.state import AcceleratorState, PartialState  # optional: the train extra
+    from accelerate.utils import (  # optional: the train extra
+        DistributedType,
+        FullyShardedDataParallelPlugin,
+        TorchDynamoPlugin,
+    )
 
     state = AcceleratorState(cpu=True, dynamo_plugin=TorchDynamoPlugin(), _from_accelerator=True)
     plugin = FullyShardedDataParallelPlugin()
@@ -108,8 +112,8 @@ def _cpu_fsdp_state() -> None:
 def uses_configured_state() -> bool:
     """Whether ``process_state`` set up a sharded launch on CPU processes, which the trainer must keep rather than
     start a new state (``TrainingArguments(accelerator_config={"use_configured_state": True})``)."""
-    from accelerate import PartialState
-    from accelerate.utils import DistributedType
+    from accelerate import PartialState  # optional: the train extra
+    from accelerate.utils import DistributedType  # optional: the train extra
 
     shared = PartialState._shared_state
     return shared.get("backend") == "gloo" and shared.get("distributed_type") in (

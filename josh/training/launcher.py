@@ -11,6 +11,7 @@ trainer does; a launch that fails raises ``LaunchFailedError`` with the command'
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from pathlib import Path
 from pydantic import Field
 
 from josh.training.recipe import RecipeError, TrainRecipe
+from josh.training.runner import prepare
 from josh.util.layout import LAUNCH_LOG
 from josh.util.strict import StrictModel
 
@@ -39,8 +41,6 @@ class LaunchSpec(StrictModel):
 
     def check(self) -> None:
         """Fail in one line when the launch cannot start: a missing config file or accelerate not installed."""
-        import importlib.util
-
         if not self.config.is_file():
             raise RecipeError(f"launch.config: {self.config} is not a file; the configs are in training/")
         if importlib.util.find_spec("accelerate") is None:
@@ -64,8 +64,6 @@ class LaunchedTrainer:
         self.spec = spec
 
     def __call__(self, recipe: TrainRecipe, resume: bool) -> Path:
-        from josh.training.runner import prepare  # deferred: loads the tokenizer's libraries
-
         prepare(recipe, resume=resume)
         run_dir = recipe.run_dir
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -33,10 +33,10 @@ def lean_loss_head() -> Iterator[bool]:
     """Inside the block TRL's fused LM head is lean on eager devices; TRL's own again after it. Yields False where
     nothing changes: a CUDA machine (its Triton path is already lean), a TRL without this head, or a TRL outside
     ``TRL_VERSIONS`` (its own fallback runs: the same numbers, a higher peak memory on CPU)."""
-    import torch
+    import torch  # optional: the train extra
 
     try:
-        import trl.trainer.utils as fused
+        import trl.trainer.utils as fused  # optional: the train extra
     except ImportError:
         yield False
         return

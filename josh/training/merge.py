@@ -16,8 +16,8 @@ from josh.util.atomic import write_atomic
 
 def merge_adapter(adapter: str | Path, out: str | Path, *, dtype: str = "float32") -> Path:
     """``adapter`` merged into its base (``peft`` ``merge_and_unload``), written to ``out`` with its tokenizer."""
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from peft import PeftModel  # optional: the train extra
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # optional: the train extra
 
     adapter, out = Path(adapter), Path(out)
     if not is_adapter_dir(adapter):

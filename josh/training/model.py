@@ -48,7 +48,7 @@ def training_template(tokenizer: Any, override: str | Path | None = None) -> str
     if current and _is_llama3(current):
         return bundled_template("llama3_tools.jinja")
     if current:
-        from trl.chat_template_utils import get_training_chat_template
+        from trl.chat_template_utils import get_training_chat_template  # optional: the train extra
 
         return get_training_chat_template(tokenizer)
     return None
@@ -57,7 +57,7 @@ def training_template(tokenizer: Any, override: str | Path | None = None) -> str
 def load_tokenizer(recipe: TrainRecipe, *, need_masks: bool) -> Any:
     """Tokenizer with a pad token and the training template installed (saved with the adapter, so inference
     renders exactly what training saw)."""
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # optional: the train extra
 
     path = model_path(recipe.model.name)
     try:
@@ -85,7 +85,7 @@ def model_path(name: str) -> str:
 
 
 def torch_dtype(name: str) -> Any:
-    import torch
+    import torch  # optional: the train extra
 
     return "auto" if name == "auto" else getattr(torch, name)
 
@@ -99,8 +99,8 @@ def quantization_config(spec: QuantizationSpec) -> Any:
 
 def load_model(recipe: TrainRecipe) -> Any:
     """The base causal LM, in 4-bit when asked (bitsandbytes 4-bit also runs on CPU, slowly)."""
-    import torch
-    from transformers import AutoModelForCausalLM
+    import torch  # optional: the train extra
+    from transformers import AutoModelForCausalLM  # optional: the train extra
 
     kwargs: dict[str, Any] = {"dtype": torch_dtype(recipe.model.dtype)}
     if recipe.model.attn_implementation:
@@ -115,7 +115,7 @@ def load_model(recipe: TrainRecipe) -> Any:
     except OSError as exc:
         raise ModelNotFoundError(f"cannot load model {recipe.model.name!r}: {exc}") from None
     if quant is not None:
-        from peft import prepare_model_for_kbit_training
+        from peft import prepare_model_for_kbit_training  # optional: the train extra
 
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=recipe.optim.gradient_checkpointing)
     if recipe.model.adapter:
@@ -125,7 +125,7 @@ def load_model(recipe: TrainRecipe) -> Any:
 
 def with_trainable_adapter(model: Any, folder: str) -> Any:
     """``model`` with a trained LoRA adapter attached and trainable, so fine-tuning continues from it."""
-    from peft import PeftModel
+    from peft import PeftModel  # optional: the train extra
 
     if not is_adapter_dir(folder):
         raise ModelNotFoundError(f"model.adapter {folder!r} is not a PEFT adapter folder (no adapter_config.json)")
@@ -139,7 +139,7 @@ def lora_config(spec: LoraSpec) -> Any:
     """PEFT ``LoraConfig`` for a causal LM, or None when LoRA is off."""
     if not spec.enabled:
         return None
-    from peft import LoraConfig
+    from peft import LoraConfig  # optional: the train extra
 
     return LoraConfig(
         r=spec.r,

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
 from josh.run.info import run_info
 from josh.training.recipe import TrainRecipe
 from josh.util.atomic import write_atomic
@@ -17,8 +19,7 @@ from josh.util.progress import stage_progress
 def progress_callback(log_path: Path, *, enabled: bool = True) -> Any:
     """A ``TrainerCallback`` that replaces transformers' ``ProgressCallback``: a bar with the latest loss on the
     terminal, every log dict appended to ``log_path`` as one JSON line."""
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-    from transformers import TrainerCallback
+    from transformers import TrainerCallback  # optional: the train extra
 
     class TrainProgress(TrainerCallback):
         def __init__(self) -> None:
@@ -59,7 +60,7 @@ def progress_callback(log_path: Path, *, enabled: bool = True) -> Any:
 
 def quiet_trainer(trainer: Any, log_path: Path, *, progress: bool = True) -> None:
     """Swap the trainer's tqdm bar and raw dict printing for ``progress_callback``."""
-    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback  # optional: the train extra
 
     trainer.remove_callback(ProgressCallback)
     trainer.remove_callback(PrinterCallback)

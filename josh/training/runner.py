@@ -8,6 +8,7 @@ resolved ``recipe.yaml``, ``metrics.json`` (loss curve, tokens, runtime, tokens/
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import time
@@ -51,8 +52,6 @@ TRAINERS = {"grpo": "josh.training.grpo.trainer"}  # the other methods: josh.tra
 
 
 def _trainer_module(method: str) -> Any:
-    import importlib
-
     return importlib.import_module(TRAINERS.get(method, f"josh.training.{method}"))
 
 
@@ -63,7 +62,7 @@ def _portable_base(name: str) -> str:
 
 
 def _metrics_callback() -> Any:
-    from transformers import TrainerCallback
+    from transformers import TrainerCallback  # optional: the train extra
 
     class MetricsCallback(TrainerCallback):
         """Collects every log line and the tokens seen during this session."""

@@ -12,7 +12,7 @@ from josh.training.recipe import TrainRecipe
 def build_trainer(
     recipe: TrainRecipe, rows: list[dict[str, Any]], model: Any, tokenizer: Any, output_dir: Path, callbacks: list
 ) -> Any:
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig, SFTTrainer  # optional: the train extra
 
     args = SFTConfig(
         **base_arguments(recipe, output_dir),

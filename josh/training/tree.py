@@ -42,8 +42,8 @@ def weighted_rows(recipe: TrainRecipe, rows: list[dict[str, Any]]) -> tuple[list
 
 def advantage_trainer_class() -> type:
     """``SFTTrainer`` with the advantage-weighted loss (built lazily: trl is imported only when training)."""
-    import torch
-    from trl import SFTTrainer
+    import torch  # optional: the train extra
+    from trl import SFTTrainer  # optional: the train extra
 
     class AdvantageWeightedTrainer(SFTTrainer):
         """TRL's SFT pipeline (templates, masks, fused head, accumulation); the loss weights each row."""
@@ -85,7 +85,7 @@ def advantage_trainer_class() -> type:
 def build_trainer(
     recipe: TrainRecipe, rows: list[dict[str, Any]], model: Any, tokenizer: Any, output_dir: Path, callbacks: list
 ) -> Any:
-    from trl import SFTConfig
+    from trl import SFTConfig  # optional: the train extra
 
     args = SFTConfig(**base_arguments(recipe, output_dir), assistant_only_loss=True, completion_only_loss=True)
     return advantage_trainer_class()(

@@ -33,7 +33,7 @@ def restore(stats: RolloutStats, saved: Path) -> None:
 
 def rollout_ledger(stats: RolloutStats, total_calls: Any) -> Any:
     """The callback; ``total_calls(n)`` sums this process's ``n`` over all processes."""
-    from transformers import TrainerCallback
+    from transformers import TrainerCallback  # optional: the train extra
 
     class RolloutLedger(TrainerCallback):
         def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:

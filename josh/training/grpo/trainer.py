@@ -39,7 +39,7 @@ from josh.training.grpo.rollout import (
     run_batch,
     tally,
 )
-from josh.training.grpo.vllm import colocated_cpu_engine, vllm_arguments
+from josh.training.grpo.vllm import check_vllm, colocated_backend, colocated_cpu_engine, vllm_arguments
 from josh.training.model import load_tokenizer, lora_config
 from josh.training.recipe import RecipeError, TrainRecipe
 from josh.users import USERS
@@ -89,8 +89,6 @@ def check_recipe(recipe: TrainRecipe, n_tasks: int) -> None:
             "shares the policy being trained)"
         )
     if spec.generation == "vllm":
-        from josh.training.grpo.vllm import check_vllm
-
         check_vllm()
 
 
@@ -155,13 +153,11 @@ class ConversationRollout:
         return build_agent(self.env, spec.agent, bounded, spec.agent_options, sampling)
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        from josh.llm.hf import HFLLM  # deferred: loads huggingface_hub, tokenizers, torch, transformers
+        from josh.llm.hf import HFLLM  # optional: the train extra
 
         spec = self.recipe.grpo
         keys = [prompt[-1]["content"] for prompt in prompts]
         if getattr(trainer, "use_vllm", False):  # TRL has just synced the policy's weights into its engine
-            from josh.training.grpo.vllm import colocated_backend
-
             llm = colocated_backend(trainer.vllm_generation.llm, spec.max_batch_size)
             try:
                 return self.roll(keys, self.agent_on(llm), self.batch_seed(trainer))
@@ -223,7 +219,7 @@ def environment_reward(prompts: list[Any], completions: list[Any], josh_reward: 
 def build_trainer(
     recipe: TrainRecipe, rows: list[dict[str, Any]], model: Any, tokenizer: Any, output_dir: Path, callbacks: list
 ) -> Any:
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOConfig, GRPOTrainer  # optional: the train extra
 
     rollout = ConversationRollout(recipe, tokenizer)
     # rollout_func is experimental in TRL (a notice at the trainer's build); josh pins TRL
@@ -247,6 +243,6 @@ def summed(accelerator: Any, n: int) -> int:
     """``n`` summed over the training processes."""
     if accelerator.num_processes == 1:
         return n
-    import torch
+    import torch  # optional: the train extra
 
     return int(accelerator.reduce(torch.tensor([n], device=accelerator.device), reduction="sum").item())

@@ -80,7 +80,7 @@ def colocated_cpu_engine(recipe: TrainRecipe) -> Iterator[None]:
     if recipe.grpo.generation != "vllm":
         yield
         return
-    from vllm.platforms import current_platform
+    from vllm.platforms import current_platform  # optional: the vllm extra
 
     if not current_platform.is_cpu():  # a GPU engine is TRL's as it is
         yield
@@ -107,8 +107,8 @@ def reloadable_cpu_weights() -> AbstractContextManager[Any]:
     """Inside the block, a CPU engine being built keeps its linear weights reloadable in place (see the module's
     docstring). No upstream issue: vLLM packs the weights for inference and TRL's in-place sync assumes they stay
     parameters; vLLM's own fallback where oneDNN is missing is the plain ``linear`` used here."""
-    import torch
-    import vllm.model_executor.layers.utils as layer_utils
+    import torch  # optional: the train extra
+    import vllm.model_executor.layers.utils as layer_utils  # optional: the vllm extra
 
     packing = layer_utils.dispatch_cpu_unquantized_gemm
 
@@ -126,7 +126,7 @@ def cpu_engine_defaults() -> AbstractContextManager[Any]:
     (``engine_args``) unless told otherwise (see the module's docstring). TRL passes its colocated ``LLM`` no
     dtype or ``enforce_eager`` and has no setting for other constructor arguments: huggingface/trl#6776 (a
     ``vllm_llm_kwargs`` passthrough is proposed in huggingface/trl#6816)."""
-    import trl.generation.vllm_generation as generation
+    import trl.generation.vllm_generation as generation  # optional: the train extra
 
     cpu = engine_args(VLLMConfig(model=""), "", "cpu", lora=False)
     defaults = {key: cpu[key] for key in ("dtype", "enforce_eager")}
