@@ -12,11 +12,13 @@ openai backend never imports torch or vllm.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
 from josh.core.llm import LLM
 from josh.llm.config import HFConfig, LLMConfig, OpenAIConfig, ScriptedConfig, VLLMConfig
+from josh.llm.scripted import ScriptedLLM
 from josh.plugins import GROUPS
 from josh.registry import Registry
 from josh.util.errors import VLLM_INSTALL
@@ -44,8 +46,6 @@ def llm_config(backend: str, model: str | None = None, **settings: Any) -> LLMCo
 def check_buildable(config: LLMConfig) -> None:
     """What ``build_llm`` would fail on, checked without loading anything: a missing package (``ImportError``
     naming the install command) or a scripted backend without replies (``ValueError``)."""
-    import importlib.util
-
     for name in config.packages:
         if importlib.util.find_spec(name) is None:
             hint = VLLM_INSTALL if name == "vllm" else "pip install 'josh-agents[train]'"
@@ -67,26 +67,24 @@ def build_llm(config: LLMConfig, *, policy: Any = None) -> LLM:
 
 
 def _hf(config: HFConfig, policy: Any) -> LLM:
-    from josh.llm.hf import HFLLM  # deferred: loads huggingface_hub, tokenizers, torch, transformers
+    from josh.llm.hf import HFLLM  # optional: the train extra
 
     return HFLLM(config.model, **config.settings())
 
 
 def _vllm(config: VLLMConfig, policy: Any) -> LLM:
-    from josh.llm.vllm import VLLMLLM  # deferred, like every backend: loaded when built
+    from josh.llm.vllm import VLLMLLM  # heavy: the engine's process machinery (multiprocessing)
 
     return VLLMLLM(config.model, **config.settings())
 
 
 def _openai(config: OpenAIConfig, policy: Any) -> LLM:
-    from josh.llm.openai import OpenAILLM  # deferred: loads openai
+    from josh.llm.openai import OpenAILLM  # heavy: openai
 
     return OpenAILLM(config.model or "", **config.settings())
 
 
 def _scripted(config: ScriptedConfig, policy: Any) -> LLM:
-    from josh.llm.scripted import ScriptedLLM  # deferred, like every backend: loaded when built
-
     if policy is None:
         policy = config.replies
     if policy is None or (isinstance(policy, Sequence) and not isinstance(policy, str) and not policy):

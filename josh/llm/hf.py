@@ -23,9 +23,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+from torch import nn
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    DynamicCache,
+    GenerationConfig,
+    LogitsProcessorList,
+    StaticCache,
+    StoppingCriteria,
+    StoppingCriteriaList,
+)
+
 from josh.core.llm import Backend, Completion, ContextLengthError, LLMError, Sampling, Usage
 from josh.llm.batcher import Batcher
 from josh.llm.config import HFConfig
+from josh.llm.hf_grammar import GrammarMask, grammar_problem, grammar_tokenizer
 from josh.llm.hf_prefix import PrefixCache
 from josh.llm.hf_sampling import RowSampler, RowSpec, RowStopper, row_seed
 from josh.llm.models import adapter_base, chatml_template, four_bit, is_adapter_dir, render_chat, resolve_model
@@ -44,9 +58,6 @@ class _Request:
 def load_model(config: HFConfig) -> tuple[Any, Any]:
     """Load (model, tokenizer) for inference with an adapter (given, or ``model`` itself) attached; see the module
     docstring for when it is merged."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     adapter, load_in_4bit = config.adapter, config.load_in_4bit
     path = resolve_model(config.model)
     if adapter is None and is_adapter_dir(path):
@@ -64,7 +75,7 @@ def load_model(config: HFConfig) -> tuple[Any, Any]:
     tokenizer_source = adapter if adapter and _has_tokenizer(adapter) else path
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
     if adapter is not None:
-        from peft import PeftModel
+        from peft import PeftModel  # optional: the train extra
 
         net = PeftModel.from_pretrained(net, adapter, is_trainable=False)
         if config.merge_adapter and not load_in_4bit:
@@ -83,9 +94,6 @@ def input_major_weights(net: Any) -> None:
     ``linear(x, W)`` multiplies by ``W.T``; when ``W.T`` is itself contiguous, MKL's small-batch GEMM on CPU is several
     times faster (batched decoding spends most of its time there), and prefill is unchanged. Tied weights stay tied.
     """
-    import torch
-    from torch import nn
-
     moved: dict[int, nn.Parameter] = {}
     for module in net.modules():
         weight = getattr(module, "weight", None)
@@ -97,8 +105,6 @@ def input_major_weights(net: Any) -> None:
 
 
 def _torch_dtype(name: str, device: str):
-    import torch
-
     if name == "auto":
         return torch.bfloat16 if device.startswith("cuda") else torch.float32
     return getattr(torch, name)  # one of HFConfig's dtypes
@@ -179,8 +185,6 @@ class HFLLM(Backend):
         if isinstance(text, LLMError):
             return text
         if request.sampling.grammar:
-            from josh.llm.hf_grammar import grammar_problem
-
             problem = grammar_problem(request.sampling.grammar)
             if problem:
                 return LLMError(f"the request's grammar does not compile: {problem}")
@@ -195,9 +199,6 @@ class HFLLM(Backend):
         return ids
 
     def _generate(self, prompts: list[list[int]], specs: list[RowSpec]) -> list[Completion]:
-        import torch
-        from transformers import GenerationConfig, LogitsProcessorList, StoppingCriteriaList
-
         shared = self.prefix_cache.shared(prompts)
         start = len(shared) if shared is not None else 0
         width = start + max(len(p) - start for p in prompts)
@@ -238,10 +239,6 @@ class HFLLM(Backend):
         grammars = [s.grammar for s in specs]
         if not any(grammars):
             return []
-        from josh.llm.hf_grammar import (  # deferred: loads huggingface_hub, torch, transformers
-            GrammarMask,
-            grammar_tokenizer,
-        )
 
         if self._ll_tokenizer is None:
             vocab = self.net.get_output_embeddings().weight.shape[0]
@@ -251,8 +248,6 @@ class HFLLM(Backend):
     def _new_cache(self, rows: int, length: int) -> Any:
         """An empty key/value cache: preallocated on CPU (saves re-concatenating every layer each step), growing on
         GPU (a static cache there would trigger transformers' automatic compilation)."""
-        from transformers import DynamicCache, StaticCache
-
         if self.net.device.type == "cpu":
             return StaticCache(config=self.net.config, max_cache_len=length)
         return DynamicCache(config=self.net.config)
@@ -271,8 +266,6 @@ class HFLLM(Backend):
 
 def _when_set(event: Any) -> Any:
     """A stopping criterion that ends every row once ``event`` is set (``close(cancel=True)``)."""
-    import torch
-    from transformers import StoppingCriteria
 
     class _Cancelled(StoppingCriteria):
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:

@@ -21,9 +21,9 @@ from transformers import LogitsProcessor
 def require_llguidance() -> Any:
     """The ``llguidance`` module, or one clear error saying how to get it."""
     try:
-        import llguidance
-        import llguidance.hf
-        import llguidance.torch
+        import llguidance  # optional: the train extra
+        import llguidance.hf  # optional: the train extra
+        import llguidance.torch  # optional: the train extra
     except ImportError as exc:
         raise ImportError(
             "constrained decoding (the agent option constrain) needs llguidance: pip install 'josh-agents[train]'"
@@ -57,7 +57,7 @@ class GrammarMask(LogitsProcessor):
         self.mask: torch.Tensor | None = None
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        import llguidance.torch as ll_torch
+        import llguidance.torch as ll_torch  # optional: the train extra
 
         if not self.rows:
             return scores

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +87,6 @@ class PrefixCache:
     def _extend(self, base: SharedPrefix | None, tokens: tuple[int, ...]) -> SharedPrefix | None:
         """Compute the states of ``tokens`` on top of ``base`` (their first tokens), or None if the model's cache
         layers are not plain full attention."""
-        from transformers import DynamicCache
-        from transformers.cache_utils import DynamicLayer
-
         start = len(base) if base is not None else 0
         cache = DynamicCache(config=self.net.config)
         if base is not None:

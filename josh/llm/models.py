@@ -65,8 +65,8 @@ def ensure_smollm2() -> Path:
     target = cache_root() / "models" / "smollm2-135m-instruct"
     if (target / "model.safetensors").is_file() and (target / "chat_template.jinja").is_file():
         return target
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+    import torch  # optional: the train extra
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig  # optional: the train extra
 
     gguf = smollm2_gguf_path()
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
@@ -103,7 +103,7 @@ def render_chat(tokenizer: Any, messages: list[Message], tools: list[dict[str, A
 def four_bit(compute_dtype: Any, *, quant_type: str = "nf4", double_quant: bool = True) -> Any:
     """transformers' bitsandbytes 4-bit loading settings (NF4 and double quantisation by default), for inference
     (``josh.llm.hf``) and training alike; bitsandbytes runs them on CUDA and, more slowly, on CPU."""
-    from transformers import BitsAndBytesConfig
+    from transformers import BitsAndBytesConfig  # optional: the train extra
 
     if importlib.util.find_spec("bitsandbytes") is None:
         raise ImportError("4-bit loading (load_in_4bit) needs bitsandbytes: pip install 'josh-agents[train]'")
@@ -134,7 +134,7 @@ def resolve_model(name: str | None = None) -> str:
 
 def _in_hub_cache(name: str) -> bool:
     try:
-        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub import try_to_load_from_cache  # optional: the train extra
     except ImportError:
         return False
     return isinstance(try_to_load_from_cache(name, "config.json"), str)

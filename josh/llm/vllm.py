@@ -21,6 +21,7 @@ engine down (its processes and device memory), since the loop builds one backend
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -30,6 +31,7 @@ from typing import Any
 from josh.core.llm import Backend, Completion, ContextLengthError, LLMError, Sampling, Usage
 from josh.llm.config import VLLMConfig
 from josh.llm.models import adapter_base, is_adapter_dir, render_chat, resolve_model
+from josh.llm.vllm_engine import AsyncEngine
 from josh.types import Message
 from josh.util.errors import VLLM_INSTALL
 
@@ -114,8 +116,6 @@ def cpu_kv_cache_gib(config: VLLMConfig) -> str:
 
 def check_engine_args(extra: dict[str, Any]) -> None:
     """``ValueError`` naming the engine arguments vLLM does not know (before anything loads)."""
-    import dataclasses
-
     known = {f.name for f in dataclasses.fields(importlib.import_module("vllm.engine.arg_utils").AsyncEngineArgs)}
     unknown = sorted(set(extra) - known)
     if unknown:
@@ -143,7 +143,6 @@ class VLLMLLM(Backend):
                 os.environ["VLLM_CPU_KVCACHE_SPACE"] = cpu_kv_cache_gib(config)  # the engine's worker reads it
             if adapter is not None:
                 check_adapter(adapter, args)
-            from josh.llm.vllm_engine import AsyncEngine
 
             _engine = AsyncEngine(args, zero_lora_for_base=lora and device == "cpu")
         elif adapter is not None:

@@ -57,8 +57,8 @@ class AsyncEngine:
         self.max_model_len: int = self.engine.model_config.max_model_len
 
     async def _start(self, engine_args: dict[str, Any]) -> Any:
-        from vllm.engine.arg_utils import AsyncEngineArgs
-        from vllm.v1.engine.async_llm import AsyncLLM
+        from vllm.engine.arg_utils import AsyncEngineArgs  # optional: the vllm extra
+        from vllm.v1.engine.async_llm import AsyncLLM  # optional: the vllm extra
 
         return AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_args))
 
@@ -73,7 +73,7 @@ class AsyncEngine:
                 return None
             adapter = self._zero_adapter()
         if adapter not in self._adapters:
-            from vllm.lora.request import LoRARequest
+            from vllm.lora.request import LoRARequest  # optional: the vllm extra
 
             number = len(self._adapters) + 1
             self._adapters[adapter] = LoRARequest(f"adapter-{number}", number, adapter)
@@ -82,7 +82,7 @@ class AsyncEngine:
     def _zero_adapter(self) -> str:
         """An adapter folder shaped as the first one served, its weights all zero (adds exactly nothing)."""
         if self._zero_folder is None:
-            from safetensors.torch import load_file, save_file
+            from safetensors.torch import load_file, save_file  # optional: the train extra
 
             source = Path(next(iter(self._adapters)))
             folder = Path(tempfile.mkdtemp(prefix="josh-zero-lora-"))
@@ -147,7 +147,7 @@ class AsyncEngine:
 
 def _descendants() -> list[Any]:
     """This process's child processes and theirs (``psutil`` is vLLM's own dependency)."""
-    import psutil
+    import psutil  # optional: the vllm extra
 
     return psutil.Process().children(recursive=True)
 
@@ -157,7 +157,7 @@ def _await_exit(processes: list[Any], timeout_s: float = PROCESS_EXIT_S) -> None
     without waiting: on a loaded machine its engine core and workers are still running when it returns. This process's
     own children are joined through ``multiprocessing`` (which reaps them; listing them reaps those already ended),
     the others polled until they are gone."""
-    import psutil
+    import psutil  # optional: the vllm extra
 
     children = {child.pid: child for child in multiprocessing.active_children()}
     for process in processes:
