@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from josh.core.env import missing_members
 from josh.plugins import GROUPS
 from josh.registry import Entry, Registry, parse_backend_model
 
@@ -61,11 +62,9 @@ def check_data(name: str, data: str) -> None:
 def build_env(name: str, data: str, options: Mapping[str, Any] | None = None) -> Env:
     """The environment ``name`` over data source ``data`` with its ``options``; an unknown name, a bad option or a
     data source the environment would ignore raises ``ValueError``."""
-    from josh.core.env import missing_members  # deferred with the environment's own modules
-
     check_data(name, data)
     if name.startswith("openenv:"):  # an OpenEnv server (josh.envs.openenv); its data and tasks are its own
-        from josh.envs.openenv import RemoteEnv
+        from josh.envs.openenv import RemoteEnv  # heavy: the OpenEnv client's modules
 
         return RemoteEnv(name, **dict(options or {}))
     env = ENVIRONMENTS.build(name, data, options=options)
@@ -98,21 +97,21 @@ def _default(data: str) -> str | None:
 
 
 def _toolwoz(data: str) -> Env:
-    from josh.envs.toolwoz.data import load_toolwoz  # deferred, like every builder here: an environment's modules
-    from josh.envs.toolwoz.env import ToolWOZEnv  # load when it is built, not when the registry is read (--help)
+    from josh.envs.toolwoz.data import load_toolwoz  # heavy: the ToolWOZ modules
+    from josh.envs.toolwoz.env import ToolWOZEnv  # heavy: as every builder here, loaded when built, not when read
 
     loaded = load_toolwoz(_default(data) or "mini")
     return ToolWOZEnv(loaded.db_dir, tasks=loaded.splits)
 
 
 def _retail(data: str) -> Env:
-    from josh.envs.retail import RetailEnv  # deferred: see _toolwoz
+    from josh.envs.retail import RetailEnv  # heavy: the retail modules
 
     return RetailEnv(_default(data))
 
 
 def _airline(data: str) -> Env:
-    from josh.envs.airline import AirlineEnv  # deferred: see _toolwoz
+    from josh.envs.airline import AirlineEnv  # heavy: the airline modules
 
     return AirlineEnv(_default(data))
 
@@ -121,7 +120,7 @@ def _tau2(domain: str) -> Callable[..., Env]:
     def build(data: str, judge: str | None = None, judge_options: Mapping[str, Any] | None = None) -> Env:
         if judge_options and judge is None:
             raise ValueError(f"tau2-{domain}: judge_options set without a judge: add --env-option judge=BACKEND:MODEL")
-        from josh.envs.tau2 import Tau2Env  # deferred: see _toolwoz
+        from josh.envs.tau2 import Tau2Env  # optional: the tau2 extra
 
         return Tau2Env(domain, judge=judge)
 

@@ -108,7 +108,7 @@ class SessionPool:
                 self.free.notify()
 
     def _connect(self) -> Any:
-        from openenv.core.generic_client import GenericEnvClient  # deferred: the josh-agents[openenv] extra
+        from openenv.core.generic_client import GenericEnvClient  # optional: the openenv extra
 
         client = GenericEnvClient(base_url=self.url).sync()
         client.connect()

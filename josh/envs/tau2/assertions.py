@@ -46,7 +46,7 @@ def counts_nl_assertions(tau2_task: Any) -> bool:
 @contextmanager
 def judged_by(judge: JudgeCall) -> Iterator[None]:
     """τ²'s NL-assertion evaluator asks ``judge`` instead of litellm while the block runs (one block at a time)."""
-    from tau2.evaluator import evaluator_nl_assertions as module  # deferred: imports litellm (~5 s)
+    from tau2.evaluator import evaluator_nl_assertions as module  # optional: the tau2 extra
 
     def generate(model: str, messages: list[Any], *args: Any, **kwargs: Any) -> AssistantMessage:
         chat = [Message(role=m.role, content=m.content) for m in messages]  # τ²'s system and user prompts
@@ -64,7 +64,7 @@ def judged_by(judge: JudgeCall) -> Iterator[None]:
 def evaluate_judged(run: Any, tau2_task: Any, domain: str, judge: JudgeCall) -> RewardInfo:
     """``evaluate_simulation(run, task, ALL_WITH_NL_ASSERTIONS)`` with ``judge`` as τ²'s LLM; a failed judge is a
     0.0 reward (see the module docstring)."""
-    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation  # deferred: imports litellm (~5 s)
+    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation  # optional: the tau2 extra
 
     try:
         with judged_by(judge):

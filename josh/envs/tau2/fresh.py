@@ -111,7 +111,7 @@ def fresh_environment(domain: str, solo_mode: bool = False) -> Any:
 
 def evaluation_domain(domain: str) -> str:
     """The name under which τ²'s registry builds ``domain``'s environments with ``fresh_environment``."""
-    from tau2.registry import registry
+    from tau2.registry import registry  # optional: the tau2 extra
 
     name = f"josh-fresh-{domain}"
     with _LOCK:

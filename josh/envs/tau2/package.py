@@ -28,7 +28,7 @@ def require_tau2() -> None:
             "pip install 'josh-agents[tau2]'"
         )
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    from loguru import logger  # deferred: a dependency of tau2, present only with the extra
+    from loguru import logger  # optional: the tau2 extra
 
     logger.disable("tau2")  # τ² logs every tool response to stderr
 

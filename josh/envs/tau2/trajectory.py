@@ -112,7 +112,7 @@ def evaluate(
     """τ²'s ``evaluate_simulation(..., EvaluationType.ALL)`` on ``trajectory`` ended as josh's ``ended`` says (``None``:
     by the user): its ``RewardInfo``; with ``judge``, ``ALL_WITH_NL_ASSERTIONS`` on a task that counts them."""
     # deferred: tau2's evaluator imports litellm (~5 s); only scoring a conversation needs it
-    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
+    from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation  # optional: the tau2 extra
 
     run = simulation(tau2_task, trajectory, ended)
     fresh = evaluation_domain(domain)  # τ²'s constructor over one pristine load (josh.envs.tau2.fresh)

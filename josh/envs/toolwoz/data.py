@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
+from josh.envs.toolwoz.mini import write_mini
 from josh.envs.toolwoz.multiwoz import DataFormatError, load_multiwoz
 from josh.envs.toolwoz.paper_data import NAME, paper_source
 from josh.envs.toolwoz.task import task_line
@@ -70,8 +71,6 @@ def mini_dir() -> Path:
         return SHIPPED_MINI
     cached = cache_dir() / "toolwoz_mini"
     if not (cached / "tasks_test.jsonl").is_file():
-        from josh.envs.toolwoz.mini import write_mini
-
         write_mini(cached)
     return cached
 

@@ -24,6 +24,9 @@ from typing import IO, Any
 
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
+from josh.envs.toolwoz.data import write_tasks
+from josh.envs.toolwoz.multiwoz import load_multiwoz
+
 REPOSITORY = "https://raw.githubusercontent.com/budzianowski/multiwoz/master"
 ARCHIVE_URL = f"{REPOSITORY}/data/MultiWOZ_2.1.zip"
 DB_URL = f"{REPOSITORY}/db/{{domain}}_db.json"
@@ -141,9 +144,6 @@ def download_multiwoz(
         archive.unlink()
         counts = verify(dest)
         if tasks:
-            from josh.envs.toolwoz.data import write_tasks
-            from josh.envs.toolwoz.multiwoz import load_multiwoz
-
             for split, split_tasks in load_multiwoz(dest, db_dir=dest / "db").items():
                 write_tasks(dest / f"tasks_{split}.jsonl", split_tasks)
                 counts[f"tasks_{split}"] = len(split_tasks)
