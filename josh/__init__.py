@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     if name in API:
-        from josh import api  # deferred: the API imports every layer; ``import josh`` stays light
+        from josh import api  # heavy: every layer; import josh stays light
 
         return getattr(api, name)
     raise AttributeError(f"module 'josh' has no attribute {name!r}")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from rich.table import Table
 
 from josh.core.agent import Agent
 from josh.core.llm import aclose_all
@@ -323,8 +324,6 @@ def markdown(result: MatrixResult) -> list[str]:
 
 def print_matrix(result: MatrixResult, console: Any) -> None:
     """The reward table and the flips on the terminal."""
-    from rich.table import Table
-
     header, rows = table_rows(result)
     table = Table(title=f"average reward [95% CI] -> {Path(result.cells[0].folder).parents[1]}/matrix.md")
     for column in header:

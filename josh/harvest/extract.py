@@ -398,7 +398,7 @@ def extract(
 
 def hf_token_counter(name: str) -> TokenCounter:
     """Count tokens with a Hugging Face tokenizer (``smollm2`` or any name ``resolve_model`` knows)."""
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # optional: the train extra
 
     tok = AutoTokenizer.from_pretrained(resolve_model(name))
     return lambda text: len(tok.encode(text, add_special_tokens=False))

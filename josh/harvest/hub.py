@@ -22,8 +22,8 @@ class PushError(RuntimeError):
 def push_rows(folder: str | Path, repo: str, formats: tuple[str, ...], *, private: bool = False) -> list[str]:
     """Push ``folder``'s rows files in ``formats`` (the empty ones are skipped) to the dataset ``repo``; the
     formats pushed, in order."""
-    from datasets import load_dataset
-    from huggingface_hub import DatasetCard
+    from datasets import load_dataset  # optional: the train extra
+    from huggingface_hub import DatasetCard  # optional: the train extra
 
     folder = Path(folder)
     files = {name: folder / rows_file(name) for name in formats}

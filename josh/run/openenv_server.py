@@ -38,6 +38,7 @@ from josh.run.step import USER_CONTEXT_LENGTH
 from josh.run.user_turn import user_turn
 from josh.types import Message, Task, ToolCall, assistant, tool_result, user
 from josh.users import USERS, UserSimulator, make_user
+from josh.version import __version__
 
 T = TypeVar("T")
 
@@ -206,8 +207,6 @@ class JoshEnvironment(Environment[JoshAction, JoshObservation, JoshState]):
         )  # fmt: skip
 
     def get_metadata(self) -> EnvironmentMetadata:
-        from josh.version import __version__  # deferred: the version module reads the installed metadata
-
         return EnvironmentMetadata(
             name=self.served.name, version=__version__,
             description=f"josh's {self.served.name} environment with its user simulator inside (josh env serve)",

@@ -53,7 +53,7 @@ class RayOptions(BaseModel):
 def import_ray() -> Any:
     """The ``ray`` module, or a ``ValueError`` that says how to install it."""
     try:
-        import ray
+        import ray  # optional: the ray extra
     except ImportError as error:
         raise ValueError(INSTALL_HINT) from error
     return ray

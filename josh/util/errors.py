@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import typer
+from pydantic import ValidationError
 
 from josh.util.jsonl import SKIP_ENV, SKIP_FIX, CorruptLineError, skipping_bad_lines
 
@@ -67,8 +68,6 @@ def verbose() -> bool:
 
 def describe(exc: BaseException) -> tuple[str, bool]:
     """(the message to print, whether the failure is one josh expects) for an exception."""
-    from pydantic import ValidationError
-
     if isinstance(exc, CorruptLineError):
         return f"{exc}: {SKIP_FIX}", True
     if isinstance(exc, ValidationError):

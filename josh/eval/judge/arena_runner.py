@@ -204,11 +204,11 @@ def arena_table(summary: ArenaSummary) -> Table:
 
 def plot_arena(summary: ArenaSummary, path: Path) -> Path:
     """Each model's Bradley-Terry strength with its 95% interval, on a log scale (1 = the geometric mean)."""
-    import matplotlib  # deferred: matplotlib loads only when a plot is drawn
+    import matplotlib  # heavy: matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
+    import matplotlib.pyplot as plt  # heavy: matplotlib
+    from matplotlib.ticker import FuncFormatter  # heavy: matplotlib
 
     ranked = sorted(summary.models.items(), key=lambda item: item[1].strength.mean)
     means = [m.strength.mean for _, m in ranked]

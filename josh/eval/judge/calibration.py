@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from josh.core.llm import LLM, run_with_llms
+from josh.envs.toolwoz.policy import POLICY
 from josh.eval.judge.grounding import ungrounded
 from josh.eval.judge.rubric import DIMENSIONS, PROMPT_VERSION, TurnJudgement
 from josh.eval.judge.runner import MAX_JUDGE_TOKENS, judge_turn
@@ -132,8 +133,6 @@ async def calibrate_llm(
 
 def calibrate(spec: JudgeSpec, items: list[CalibrationItem] | None = None) -> CalibrationReport:
     """Run ``spec``'s judge on the calibration set (ToolWOZ's policy for the policy dimension)."""
-    from josh.envs.toolwoz.policy import POLICY  # deferred: only the calibration reads the policy
-
     llm = build_judge(spec)
 
     work = calibrate_llm(
