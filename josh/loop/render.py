@@ -157,7 +157,7 @@ def note_lines(report: LoopReport) -> list[str]:
 
 def write_loop_markdown(report: LoopReport, run_dir: Path) -> Path:
     """``<run>/report.md`` from a ``LoopReport``, with PNG plots under ``<run>/plots/``."""
-    from josh.loop.plots import plot_errors, plot_reward, plot_rounds  # deferred: loads matplotlib
+    from josh.loop.plots import plot_errors, plot_reward, plot_rounds  # heavy: matplotlib
 
     plots = run_dir / "plots"
     lines = [f"# {report.title}", "", f"**{headline_text(report)}**", ""]

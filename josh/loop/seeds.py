@@ -10,6 +10,7 @@ task (its policy did not change); a seed that has not finished is listed and lef
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -85,8 +86,6 @@ def rebuild(run_dir: Path) -> LoopReport | SeedsReport:
 
 def load_any(path: Path) -> LoopReport | SeedsReport:
     """A ``report.json`` of either kind (a file or its run folder)."""
-    import json
-
     path = path / REPORT_JSON if path.is_dir() else path
     if not path.is_file():
         raise FileNotFoundError(f"no {REPORT_JSON} at {path}: run `josh loop` or `josh report RUN_DIR` first")
