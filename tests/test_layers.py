@@ -2,6 +2,8 @@
 import-linter's contract in pyproject.toml, run by ``make lint`` and ``make test``)."""
 
 import ast
+import re
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -116,3 +118,56 @@ def test_sibling_packages_never_import_each_other_and_the_contract_says_so() -> 
         if a != b and (source == a or source.startswith(a + ".")) and (target == b or target.startswith(b + "."))
     )
     assert crossing == []
+
+
+REASON = re.compile(r"#\s*(optional|heavy|cycle): \S")
+
+
+def deferred_imports(root: Path) -> list[tuple[str, int, str, str]]:
+    """(file, line, imported module, the import's first line) of every import inside a function under ``root``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for function in ast.walk(ast.parse(text)):
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(function):
+                    if isinstance(node, ast.ImportFrom):
+                        module = node.module or ""
+                    elif isinstance(node, ast.Import):
+                        module = node.names[0].name
+                    else:
+                        continue
+                    found.append(
+                        (path.relative_to(root.parent).as_posix(), node.lineno, module, lines[node.lineno - 1])
+                    )
+    return sorted(set(found))
+
+
+def unexplained(imports: list[tuple[str, int, str, str]]) -> list[str]:
+    """The deferred imports that import the standard library or do not say why they wait."""
+    return [
+        f"{path}:{line}: {text.strip()}"
+        for path, line, module, text in imports
+        if module.split(".")[0] in sys.stdlib_module_names or not REASON.search(text)
+    ]
+
+
+def test_every_import_inside_a_function_says_why_it_waits() -> None:
+    """Issue 64: an import waits inside a function only for an optional dependency, a heavy module a command may not
+    need, or an import cycle, and its comment says which (``# optional: …``, ``# heavy: …``, ``# cycle: …``)."""
+    assert unexplained(deferred_imports(PACKAGE)) == []
+
+
+def test_an_unexplained_or_standard_library_deferred_import_is_reported(tmp_path: Path) -> None:
+    package = tmp_path / "josh"
+    package.mkdir()
+    (package / "a.py").write_text(
+        "import json\n\n\ndef f():\n    import torch  # optional: the train extra\n    import yaml\n\n\n"
+        "def g():\n    import json  # heavy: json\n    from josh import b  # deferred: keeps it light\n"
+    )
+    assert unexplained(deferred_imports(package)) == [
+        "josh/a.py:6: import yaml",
+        "josh/a.py:10: import json  # heavy: json",
+        "josh/a.py:11: from josh import b  # deferred: keeps it light",
+    ]
