@@ -65,22 +65,11 @@ class TRLEnvironment:
         ]  # fmt: skip
 
 
-def trl_environment(
-    name: str,
-    data: str = "mini",
-    *,
-    env_options: Mapping[str, Any] | None = None,
-    user_kind: str | None = None,
-    user_options: Mapping[str, Any] | None = None,
-    user_llm: tuple[str, str, str | None] | None = None,
-    max_turns: int = 15,
-) -> type[TRLEnvironment]:
-    """A ``TRLEnvironment`` class for the environment ``name`` with its user simulator (the arguments of
-    ``josh.run.openenv_server.build_served``), with one method per tool: pass it as ``environment_factory``."""
-    served = build_served(
-        name, data, env_options=env_options, user_kind=user_kind, user_options=user_options, user_llm=user_llm,
-        max_turns=max_turns,
-    )  # fmt: skip
+def trl_environment(name: str, data: str = "mini", **options: Any) -> type[TRLEnvironment]:
+    """A ``TRLEnvironment`` class for the environment ``name`` over ``data`` with its user simulator, with one method
+    per tool: pass it as ``environment_factory``. ``options`` are ``josh.run.openenv_server.build_served``'s keyword
+    arguments (``env_options``, ``user_kind``, ``user_options``, ``user_llm``, ``max_turns``)."""
+    served = build_served(name, data, **options)
     methods: dict[str, Any] = {"served": served}
     for schema in served.env.tools:
         spec = schema.get("function", schema)
