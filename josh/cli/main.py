@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,16 @@ app = typer.Typer(
 )
 
 
+def run_command(name: str, split: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a command that runs conversations (rollout, eval): the run options with ``split`` by default,
+    ``--json`` and ``--skip-bad-lines``."""
+
+    def register(command: Callable[..., Any]) -> Callable[..., Any]:
+        return app.command(name, cls=RunCommand)(skips_bad_lines(prints_json(run_options(split=split)(command))))
+
+    return register
+
+
 @app.callback()
 def main(
     verbose: bool = typer.Option(
@@ -83,10 +94,7 @@ def version() -> None:
     typer.echo(__version__)
 
 
-@app.command(cls=RunCommand)
-@skips_bad_lines
-@prints_json
-@run_options(split="train")
+@run_command("rollout", split="train")
 def rollout(
     out: str = typer.Option(..., "--out", help="run folder: trees.jsonl and stats.json go here (rerun to resume)"),
     spec: ComponentOptions = RUN_SPEC,
@@ -150,10 +158,7 @@ def rollout(
     _exit_if_failed(stats.failed, "trees", out)
 
 
-@app.command("eval", cls=RunCommand)
-@skips_bad_lines
-@prints_json
-@run_options(split="test")
+@run_command("eval", split="test")
 def eval_(
     out: str = typer.Option(..., "--out", help="run folder: results.jsonl and summary.json (rerun to resume)"),
     spec: ComponentOptions = RUN_SPEC,
