@@ -32,20 +32,21 @@ class LaunchError(ValueError):
 
 def world_size() -> int:
     """How many processes the launcher started (1 outside a distributed launch)."""
-    for name in ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
-        value = os.environ.get(name)
-        if value and value.isdigit():
-            return int(value)
-    return 1
+    return _launch_variable(("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE"), 1)
 
 
 def process_rank() -> int:
     """This process's rank in a distributed launch (0 outside one)."""
-    for name in ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK"):
+    return _launch_variable(("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK"), 0)
+
+
+def _launch_variable(names: tuple[str, ...], default: int) -> int:
+    """The first of ``names`` (torchrun's, MPICH's, Open MPI's) set to a whole number in the environment."""
+    for name in names:
         value = os.environ.get(name)
         if value and value.isdigit():
             return int(value)
-    return 0
+    return default
 
 
 def check_cpu_launch() -> None:
