@@ -12,17 +12,9 @@ class AirlineState(OverlayState):
     __slots__ = ()
     tables = ("users", "reservations")
 
-    def user(self, user_id: str) -> Record | None:
-        """The current user record (read-only view), or ``None``."""
-        return self.read("users", user_id)
-
     def reservation(self, reservation_id: str) -> Record | None:
         """The current reservation record (read-only view), or ``None``."""
         return self.read("reservations", reservation_id)
-
-    def writable_user(self, user_id: str) -> Record:
-        """This branch's own mutable copy of an existing user record."""
-        return self.writable("users", user_id)
 
     def writable_reservation(self, reservation_id: str) -> Record:
         """This branch's own mutable copy of an existing reservation record."""

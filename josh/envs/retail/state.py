@@ -11,17 +11,9 @@ class RetailState(OverlayState):
     __slots__ = ()
     tables = ("users", "orders")
 
-    def user(self, user_id: str) -> Record | None:
-        """The current user record (read-only view), or ``None``."""
-        return self.read("users", user_id)
-
     def order(self, order_id: str) -> Record | None:
         """The current order record (read-only view), or ``None``."""
         return self.read("orders", order_id)
-
-    def writable_user(self, user_id: str) -> Record:
-        """This branch's own mutable copy of an existing user record."""
-        return self.writable("users", user_id)
 
     def writable_order(self, order_id: str) -> Record:
         """This branch's own mutable copy of an existing order record."""

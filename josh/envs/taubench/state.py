@@ -27,7 +27,7 @@ def canonical(value: Any) -> str:
 
 
 class OverlayState(ConversationState):
-    """A conversation over a τ-bench database whose writable ``tables`` (e.g. ``users``, ``orders``) are
+    """A conversation over a τ-bench database whose writable ``tables`` (``users`` and e.g. ``orders``) are
     attributes of ``db`` mapping ids to records.
 
     Reads go to the overlay first, then to the shared database. A write copies the record into this branch's
@@ -69,6 +69,14 @@ class OverlayState(ConversationState):
             overlay[key] = copy_record(current)
             self._owned.add((table, key))
         return self.overlays[table][key]
+
+    def user(self, user_id: str) -> Record | None:
+        """The current user record (read-only view), or ``None``."""
+        return self.read("users", user_id)
+
+    def writable_user(self, user_id: str) -> Record:
+        """This branch's own mutable copy of an existing user record."""
+        return self.writable("users", user_id)
 
     def add(self, table: str, key: str, record: Record) -> None:
         """Store a new record (its id must be free) as owned by this branch."""
