@@ -74,6 +74,15 @@ def bad_line(
         skipped.setdefault((str(path), number), reason)
 
 
+def written_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each non-blank line of ``path`` as written, for a reader that judges every line itself
+    and reports a bad one with ``bad_line`` (the last line included: a finished file ends whole)."""
+    with Path(path).open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                yield number, line
+
+
 def brief(exc: ValidationError) -> str:
     """A pydantic error in one line: the first problem with its field, and how many more there are."""
     errors = exc.errors(include_url=False, include_input=False)

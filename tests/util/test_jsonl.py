@@ -13,6 +13,7 @@ from josh.util.jsonl import (
     skip_bad_default,
     skipping_bad_lines,
     write_as_completed,
+    written_lines,
 )
 
 
@@ -62,6 +63,12 @@ def test_corrupt_middle_line_is_an_error_naming_the_line(tmp_path):
     path.write_text('{"a": 1}\nnot json\n{"a": 2}\n')
     with pytest.raises(CorruptLineError, match="line 2"):
         list(iter_jsonl(path))
+
+
+def test_written_lines_numbers_every_line_and_passes_over_blank_ones_and_keeps_a_bad_last_one(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"a": 1}\n\n   \n{"a": 2}\n{"a": 3, "b"', encoding="utf-8")
+    assert list(written_lines(path)) == [(1, '{"a": 1}\n'), (4, '{"a": 2}\n'), (5, '{"a": 3, "b"')]
 
 
 def test_missing_file_yields_nothing(tmp_path):
