@@ -16,7 +16,7 @@ from typing import Any
 
 from josh.core.rows import FIELDS as COLUMNS
 from josh.training.recipe import Method
-from josh.util.jsonl import CorruptLineError, bad_line
+from josh.util.jsonl import CorruptLineError, bad_line, written_lines
 
 ROLES = {"system", "user", "assistant", "tool"}
 
@@ -132,14 +132,11 @@ def read_rows(path: str | Path, method: Method) -> list[dict[str, Any]]:
             "extract_stats.json)"
         )
     rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(normalise_row(json.loads(line), method))
-            except (json.JSONDecodeError, TypeError) as exc:
-                bad_line(path, number, f"is not a valid {method} row: {exc}", error=BadRowError)
+    for number, line in written_lines(path):
+        try:
+            rows.append(normalise_row(json.loads(line), method))
+        except (json.JSONDecodeError, TypeError) as exc:
+            bad_line(path, number, f"is not a valid {method} row: {exc}", error=BadRowError)
     if not rows:
         raise DatasetError(f"{path} has no rows: nothing to train on")
     if method == "kto":
