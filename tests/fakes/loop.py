@@ -1,11 +1,12 @@
 """The scripted loop (``josh.loop.runner`` without a model): ``builder`` builds the oracle agent with a noise its
-"checkpoint" sets, ``StubTrainer`` / ``RecordingTrainer`` and ``merger`` stand in for TRL and PEFT, ``recipe`` is a
+"checkpoint" sets (``searching_builder`` notes what searched), ``StubTrainer`` / ``RecordingTrainer`` and ``merger`` stand in for TRL and PEFT, ``recipe`` is a
 small loop recipe over the mini set, ``hopeless`` a builder whose searches find nothing to reward."""
 
 from __future__ import annotations
 
 import json
 import pathlib
+from collections.abc import Callable
 from typing import Any
 
 from josh.loop.recipe import LoopRecipe
@@ -29,6 +30,17 @@ def builder(options: ComponentOptions) -> Components:
     env = build_env(options.env, options.data)
     agent = make_agent("oracle", env, noise=_noise(options.model or ""), seed=1)
     return Components(env=env, tasks=env.tasks(options.split), agent=agent, user=make_user("agenda"), llms=[])
+
+
+def searching_builder(searched: list[str]) -> Callable[[ComponentOptions], Components]:
+    """``builder``, noting in ``searched`` the model of every search (the components built on the train split)."""
+
+    def recording(options: ComponentOptions) -> Components:
+        if options.split == "train":
+            searched.append(str(options.model))
+        return builder(options)
+
+    return recording
 
 
 class StubTrainer:

@@ -14,8 +14,8 @@ import pytest
 from josh.loop.runner import WARM_KTO, Loop
 from josh.loop.seeds import rebuild
 from josh.loop.stages.manifest import input_digest, read_manifest
-from josh.run.components import ComponentOptions, Components
-from tests.fakes.loop import RecordingTrainer, builder, lines, merger
+from josh.run.components import ComponentOptions
+from tests.fakes.loop import RecordingTrainer, builder, lines, merger, searching_builder
 from tests.loop.plumbing import recipe
 from tests.loop.test_warm_rows import KTO_ARM, rows_files
 
@@ -33,12 +33,9 @@ def paper_round(tmp_path: Path, **changes: Any) -> Any:
 def test_the_kto_warm_start_searches_and_both_arms_continue_it_beside_step_matched_controls(tmp_path: Path) -> None:
     trainer, searched = RecordingTrainer(), []
 
-    def recording(options: ComponentOptions) -> Components:
-        if options.split == "train":
-            searched.append(str(options.model))
-        return builder(options)
-
-    Loop(paper_round(tmp_path), trainer=trainer, builder=recording, merger=merger, progress=False).run()
+    Loop(
+        paper_round(tmp_path), trainer=trainer, builder=searching_builder(searched), merger=merger, progress=False
+    ).run()
     run_dir, r1 = tmp_path / "scripted", tmp_path / "scripted" / "round-1"
     kto_dir = run_dir / "round-0" / "warmstart-kto"
     assert searched == [str(kto_dir / "train")]  # (c), KTO on the warm start, searches

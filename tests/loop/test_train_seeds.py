@@ -12,20 +12,15 @@ import pytest
 
 from josh.loop.runner import TRAIN_SEED_STEP, Loop
 from josh.loop.seeds import rebuild
-from josh.run.components import ComponentOptions, Components
-from tests.fakes.loop import RecordingTrainer, builder, lines, merger
+from tests.fakes.loop import RecordingTrainer, builder, lines, merger, searching_builder
 from tests.loop.plumbing import recipe  # a small held-out evaluation: no test here reads a score
 
 
 def run_loop(tmp_path: Path, trainer: RecordingTrainer, searched: list[str] | None = None) -> Path:
     """The scripted loop at 3 training seeds with the random control; ``searched`` gets the models that searched."""
 
-    def recording(options: ComponentOptions) -> Components:
-        if options.split == "train" and searched is not None:
-            searched.append(str(options.model))
-        return builder(options)
-
     changes = {"kto": None, "train_seeds": 3, "controls": {"random": True}}
+    recording = builder if searched is None else searching_builder(searched)
     Loop(recipe(tmp_path, **changes), trainer=trainer, builder=recording, progress=False).run()
     return tmp_path / "scripted"
 
@@ -97,13 +92,10 @@ def test_train_seeds_below_one_is_refused(tmp_path: Path) -> None:
 def test_kto_on_sft_is_drawn_again_on_the_sft_model_of_the_same_training_seed(tmp_path: Path) -> None:
     trainer, searched = RecordingTrainer(), []
 
-    def recording(options: ComponentOptions) -> Components:
-        if options.split == "train":
-            searched.append(str(options.model))
-        return builder(options)
-
     changes = {"kto_from": "sft", "policy": "kto", "rounds": 2, "train_seeds": 2}
-    Loop(recipe(tmp_path, **changes), trainer=trainer, builder=recording, merger=merger, progress=False).run()
+    Loop(
+        recipe(tmp_path, **changes), trainer=trainer, builder=searching_builder(searched), merger=merger, progress=False
+    ).run()
     run_dir = tmp_path / "scripted"
     for r in (1, 2):
         folder = run_dir / f"round-{r}"
