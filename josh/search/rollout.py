@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,24 +49,36 @@ class RolloutConfig(BaseModel):
     concurrency: int = Field(16, ge=1, description="tasks searched at the same time")
 
 
-class TaskStats(Spent):
-    """One task's line of ``stats.json``."""
+class SearchCounts(Spent):
+    """What searching spent and how its branches went, for one tree (``TaskStats``) or summed over trees
+    (``RunStats``)."""
 
-    reward: float = 0.0
-    max_reward: float = 0.0
-    success: bool = False
-    wall_s: float = 0.0
     nodes: int = 0
     errors: int = Field(0, description="dead nodes: the agent or user failed on that turn")
     llm_errors: int = Field(0, description="turns cut short by an LLM request that failed after its retries")
     endings: dict[str, int] = Field(
         default_factory=dict, description="branches ended by a prompt longer than its model's context, by ending"
     )
+
+    def set_totals(self, parts: Sequence[SearchCounts]) -> None:
+        """Make every count the sum of the ``parts``' counts."""
+        for key in (*Spent.model_fields, "nodes", "errors", "llm_errors"):
+            setattr(self, key, sum(getattr(part, key) for part in parts))
+        self.endings = dict(sum((Counter(part.endings) for part in parts), Counter()))
+
+
+class TaskStats(SearchCounts):
+    """One task's line of ``stats.json``."""
+
+    reward: float = 0.0
+    max_reward: float = 0.0
+    success: bool = False
+    wall_s: float = 0.0
     error: str | None = None
     failed: str | None = None
 
 
-class RunStats(Spent):
+class RunStats(SearchCounts):
     """``stats.json``: totals over every finished tree in ``trees.jsonl`` (the latest line of each task), the trees
     whose LLM failed counted apart (``failed``), and the per-task lines."""
 
@@ -74,12 +86,6 @@ class RunStats(Spent):
     failed: int = Field(0, description="trees whose LLM failed: left out of the totals, searched again on rerun")
     success: int = 0
     mean_reward: float = 0.0
-    nodes: int = 0
-    errors: int = Field(0, description="dead nodes over all trees (agent or user failures)")
-    llm_errors: int = Field(0, description="turns cut short by a failed LLM request, over all trees")
-    endings: dict[str, int] = Field(
-        default_factory=dict, description="branches ended by a prompt longer than its model's context, by ending"
-    )
     failed_tasks: int = Field(0, description="tasks that could not be searched at all")
     summed_task_s: float = Field(0.0, description="search seconds summed over tasks (tasks run concurrently)")
     session_wall_s: float = Field(0.0, description="wall-clock seconds of this session of the command only")
@@ -126,9 +132,7 @@ def summarize(trees_path: Path) -> RunStats:
     stats.tasks = len(tasks)
     stats.success = sum(t.success for t in tasks)
     stats.mean_reward = round(sum(t.reward for t in tasks) / len(tasks), 4) if tasks else 0.0
-    for key in (*Spent.model_fields, "nodes", "errors", "llm_errors"):
-        setattr(stats, key, sum(getattr(t, key) for t in tasks))
-    stats.endings = dict(sum((Counter(t.endings) for t in tasks), Counter()))
+    stats.set_totals(tasks)
     stats.failed_tasks = sum(1 for t in tasks if t.error)
     stats.summed_task_s = round(sum(t.wall_s for t in tasks), 3)
     return stats
