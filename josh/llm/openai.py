@@ -110,12 +110,7 @@ class OpenAILLM(Backend):
                     f"no API key for the openai backend: set ${api_key_env}, or point --base-url at a local server"
                 )
             key = "EMPTY"  # local servers accept any key
-        folder = model_folder(model)
-        if max_prompt_tokens is not None and folder is None:
-            raise ValueError(
-                f"max_prompt_tokens needs the openai backend's --model to be a local model folder (as josh serve names "
-                f"it) to count prompt tokens with; {model!r} is not one"
-            )
+        folder = model_folder(model, max_prompt_tokens)
         self.model = model
         self.counter = PromptCounter(folder, max_prompt_tokens) if folder is not None else None
         self.base_url = base_url

@@ -50,12 +50,18 @@ def too_long(
     )
 
 
-def model_folder(model: str) -> Path | None:
-    """``model`` as a local model folder whose config and tokenizer the prompt can be counted with, else None."""
+def model_folder(model: str, max_prompt_tokens: int | None = None) -> Path | None:
+    """``model`` as a local model folder whose config and tokenizer the prompt can be counted with, else None (then
+    ``max_prompt_tokens``, which needs such a folder, is a ``ValueError``)."""
     folder = Path(model).expanduser()
-    if not (folder / CONFIG).is_file() or not any((folder / name).is_file() for name in TOKENIZER_FILES):
-        return None
-    return folder
+    if (folder / CONFIG).is_file() and any((folder / name).is_file() for name in TOKENIZER_FILES):
+        return folder
+    if max_prompt_tokens is not None:
+        raise ValueError(
+            f"max_prompt_tokens needs the openai backend's --model to be a local model folder (as josh serve names it) "
+            f"to count prompt tokens with; {model!r} is not one"
+        )
+    return None
 
 
 class PromptCounter:
@@ -71,32 +77,33 @@ class PromptCounter:
     def check(self, messages: list[Message], tools: list[dict[str, Any]] | None, max_new_tokens: int) -> int | None:
         """The prompt's tokens; ``ContextLengthError`` when they are too many. Blocking: call it off the event loop.
 
-        A prompt the chat template cannot render is not counted (None): the server answers it with its own error."""
-        tokenizer = self._loaded()
-        text = render_chat(tokenizer, messages, tools)
-        if isinstance(text, LLMError):
-            return None
-        tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+        A prompt the chat template cannot render is not counted (None): the server answers it with its own error.
+        One count at a time: a fast tokenizer called from two threads at once can fail ("Already borrowed")."""
+        with self._lock:
+            tokenizer = self._loaded()
+            text = render_chat(tokenizer, messages, tools)
+            if isinstance(text, LLMError):
+                return None
+            tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
         error = too_long(tokens, self.context, max_new_tokens, self.max_prompt_tokens)
         if error is not None:
             raise error
         return tokens
 
     def _loaded(self) -> Any:
-        with self._lock:
-            if self._tokenizer is None:
-                from transformers import AutoConfig, AutoTokenizer  # deferred: only a counted backend needs them
+        """The folder's tokenizer, loaded (with the model's context) on first use; call it holding the lock."""
+        if self._tokenizer is None:
+            from transformers import AutoConfig, AutoTokenizer  # deferred: only a counted backend needs them
 
-                try:
-                    config = AutoConfig.from_pretrained(self.folder)
-                    tokenizer = AutoTokenizer.from_pretrained(self.folder)
-                except Exception as error:
-                    raise LLMError(
-                        f"cannot count prompt tokens with the model folder {self.folder}: {type(error).__name__}: "
-                        f"{error}"
-                    ) from error
-                if not tokenizer.chat_template:
-                    tokenizer.chat_template = chatml_template()  # as the hf backend renders it
-                self.context = context_length(config)
-                self._tokenizer = tokenizer
-            return self._tokenizer
+            try:
+                config = AutoConfig.from_pretrained(self.folder)
+                tokenizer = AutoTokenizer.from_pretrained(self.folder)
+            except Exception as error:
+                raise LLMError(
+                    f"cannot count prompt tokens with the model folder {self.folder}: {type(error).__name__}: {error}"
+                ) from error
+            if not tokenizer.chat_template:
+                tokenizer.chat_template = chatml_template()  # as the hf backend renders it
+            self.context = context_length(config)
+            self._tokenizer = tokenizer
+        return self._tokenizer

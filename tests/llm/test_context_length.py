@@ -4,9 +4,12 @@ OpenAI's and vLLM's words. The vllm backend's engine checks are in ``test_vllm.p
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from josh.llm import ContextLengthError, LLMError, Sampling
+from josh.llm.factory import check_buildable, llm_config
 from josh.llm.health import FailurePolicy, failing_backend
 from josh.llm.openai import OpenAILLM
 from josh.types import user
@@ -144,13 +147,16 @@ async def test_the_openai_backend_counts_a_served_folders_prompts_and_refuses_th
         with pytest.raises(ContextLengthError, match=r"tokens, over the limit of 60 \(max_prompt_tokens=60"):
             await limited.chat([user("hi")], tools=tools, sampling=sampling)  # the tools count
         [short] = await limited.chat([user("hi")], sampling=sampling)
+        asked = [user("word " * (300 if k % 2 else 1)) for k in range(8)]  # at once: counted one at a time
+        together = await asyncio.gather(*(llm.chat([m], sampling=sampling) for m in asked), return_exceptions=True)
     finally:
         await llm.aclose()
         await limited.aclose()
         server.close()
     assert answer.text == short.text == "How else can I help?"
-    assert server.log == ["ok", "ok"]
-    assert (llm.usage.calls, llm.usage.errors, llm.usage.overflows) == (1, 0, 1)
+    assert [isinstance(r, ContextLengthError) for r in together] == [False, True] * 4
+    assert server.log == ["ok"] * 6
+    assert (llm.usage.calls, llm.usage.errors, llm.usage.overflows) == (5, 0, 5)
     assert (limited.usage.calls, limited.usage.errors, limited.usage.overflows) == (1, 0, 1)
     hf = tiny_hf(4096)  # the same tokenizer and template: the hf backend's own count of the prompt
     try:
@@ -167,3 +173,5 @@ def test_the_openai_backend_counts_only_for_a_local_model_folder(tmp_path):
     assert OpenAILLM(str(tmp_path), base_url="http://127.0.0.1:9/v1").counter is None  # no config, no tokenizer
     with pytest.raises(ValueError, match="max_prompt_tokens needs the openai backend's --model to be a local model"):
         OpenAILLM("gpt-4o-mini", api_key=KEY, max_prompt_tokens=1000)
+    with pytest.raises(ValueError, match="'served-name' is not one"):  # before a run starts (--plan included)
+        check_buildable(llm_config("openai", "served-name", base_url="http://127.0.0.1:9/v1", max_prompt_tokens=1000))
