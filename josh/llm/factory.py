@@ -17,6 +17,7 @@ from typing import Any
 
 from josh.core.llm import LLM
 from josh.llm.config import HFConfig, LLMConfig, OpenAIConfig, ScriptedConfig, VLLMConfig
+from josh.llm.prompt_limit import model_folder
 from josh.plugins import GROUPS
 from josh.registry import Registry
 from josh.util.errors import VLLM_INSTALL
@@ -43,7 +44,8 @@ def llm_config(backend: str, model: str | None = None, **settings: Any) -> LLMCo
 
 def check_buildable(config: LLMConfig) -> None:
     """What ``build_llm`` would fail on, checked without loading anything: a missing package (``ImportError``
-    naming the install command) or a scripted backend without replies (``ValueError``)."""
+    naming the install command), a scripted backend without replies or an openai one with ``max_prompt_tokens`` and
+    no model folder to count with (``ValueError``)."""
     import importlib.util
 
     for name in config.packages:
@@ -52,6 +54,8 @@ def check_buildable(config: LLMConfig) -> None:
             raise ImportError(f"the {config.backend} backend needs {name}, which is not installed: {hint}")
     if isinstance(config, ScriptedConfig) and not config.replies:
         raise ValueError(SCRIPTED_NEEDS_REPLIES)
+    if isinstance(config, OpenAIConfig):
+        model_folder(config.model or "", config.max_prompt_tokens)
 
 
 def make_llm(backend: str, model: str | None = None, *, policy: Any = None, **settings: Any) -> LLM:
