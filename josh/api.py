@@ -169,7 +169,8 @@ def train(
 ) -> Path:
     """Fine-tune with ``method`` ('sft', 'kto', 'dpo', 'tree') on ``rows`` (a rows file, or the rows themselves,
     written into the run folder first) and return the run folder; ``overrides`` are recipe keys as ``--set`` takes
-    them (``"optim.max_steps=1"``, ``"model.name=smollm2"``)."""
+    them (``"optim.max_steps=1"``, ``"model.name=smollm2"``; any other argument of the method's TRL config as
+    ``"sft.trl.dataloader_num_workers=2"``)."""
     folder = Path(output_dir)
     data = Path(rows) if isinstance(rows, str | Path) else None
     if data is None:
