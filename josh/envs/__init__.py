@@ -119,6 +119,8 @@ def _airline(data: str) -> Env:
 
 def _tau2(domain: str) -> Callable[..., Env]:
     def build(data: str, judge: str | None = None, judge_options: Mapping[str, Any] | None = None) -> Env:
+        """The τ² environment of ``domain``; the run builds the judge it names with ``judge_options`` and attaches it
+        (``josh.run.env_judge``, ``josh.run.components``), so here they are only checked."""
         if judge_options and judge is None:
             raise ValueError(f"tau2-{domain}: judge_options set without a judge: add --env-option judge=BACKEND:MODEL")
         from josh.envs.tau2 import Tau2Env  # deferred: see _toolwoz
