@@ -133,6 +133,7 @@ REQUIRED_MEMBERS = ("name", "tools", "system_prompt", "reset", "call", "reward",
 OPTIONAL_MEMBERS = ("splits", "outcome_reward", "policy", "goal_tools", "write_tools", "user_tools")
 OPTIONAL_MEMBERS += ("reward_notes", "judge_call", "blocking", "user_call", "expected_failures")
 ENV_MEMBERS = REQUIRED_MEMBERS + OPTIONAL_MEMBERS
+IMPLEMENT = "subclass josh.core.env.EnvBase and implement name, tools, system_prompt, reset, step, reward and tasks"
 
 
 async def call_tool(env: Env, state: ConversationState, call: ToolCall) -> ToolResult:

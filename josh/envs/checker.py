@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from josh.core.env import ConversationState, Env, missing_members
+from josh.core.env import IMPLEMENT, ConversationState, Env, missing_members
 from josh.envs.agreement import FIX, disagreement
 from josh.types import Task, ToolCall, ToolResult
 
@@ -132,7 +132,7 @@ def _timed(name: str, run: Callable[[], str]) -> Check:
 
 def _contract(env: Env) -> str:
     if missing := missing_members(env):
-        raise _Failed(f"lacks {', '.join(missing)} (subclass josh.core.env.EnvBase)")
+        raise _Failed(f"lacks {', '.join(missing)} ({IMPLEMENT})")
     if not isinstance(env.tools, list) or not env.tools:
         raise _Failed("tools must be a non-empty list of function schemas")
     return f"{len(env.tools)} tools"
