@@ -61,7 +61,7 @@ def check_data(name: str, data: str) -> None:
 def build_env(name: str, data: str, options: Mapping[str, Any] | None = None) -> Env:
     """The environment ``name`` over data source ``data`` with its ``options``; an unknown name, a bad option or a
     data source the environment would ignore raises ``ValueError``."""
-    from josh.core.env import missing_members  # deferred with the environment's own modules
+    from josh.core.env import IMPLEMENT, missing_members  # deferred with the environment's own modules
 
     check_data(name, data)
     if name.startswith("openenv:"):  # an OpenEnv server (josh.envs.openenv); its data and tasks are its own
@@ -70,7 +70,7 @@ def build_env(name: str, data: str, options: Mapping[str, Any] | None = None) ->
         return RemoteEnv(name, **dict(options or {}))
     env = ENVIRONMENTS.build(name, data, options=options)
     if missing := missing_members(env):
-        raise TypeError(f"environment {name!r} lacks {', '.join(missing)}: subclass josh.core.env.EnvBase")
+        raise TypeError(f"environment {name!r} lacks {', '.join(missing)}: {IMPLEMENT}")
     return env
 
 
@@ -119,6 +119,8 @@ def _airline(data: str) -> Env:
 
 def _tau2(domain: str) -> Callable[..., Env]:
     def build(data: str, judge: str | None = None, judge_options: Mapping[str, Any] | None = None) -> Env:
+        """The τ² environment of ``domain``; the run builds the judge it names with ``judge_options`` and attaches it
+        (``josh.run.env_judge``, ``josh.run.components``), so here they are only checked."""
         if judge_options and judge is None:
             raise ValueError(f"tau2-{domain}: judge_options set without a judge: add --env-option judge=BACKEND:MODEL")
         from josh.envs.tau2 import Tau2Env  # deferred: see _toolwoz
