@@ -236,7 +236,7 @@ def train_kto(
         old.unlink()
     command = [str(Path(__file__).resolve()), "--train-child", "kto", "--recipe", str(recipe)]
     command += ["--data", str(data), "--output", str(out)]
-    settings = [f"model.name={folder / LORA_BASE}", f"optim.max_steps={steps}", "optim.warmup=0"]
+    settings = [f"model.name={folder / LORA_BASE}", f"optim.max_steps={steps}", "optim.warmup_steps=0"]
     settings += ["optim.gradient_accumulation_steps=1"] * (not accumulate or smoke)
     settings += ["optim.save_steps=1000", *(SMOKE_TRAINING * smoke)]
     for setting in settings:

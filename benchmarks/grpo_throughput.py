@@ -37,7 +37,7 @@ def recipe_for(out: Path, args: argparse.Namespace):
 
     overrides = [
         f"output_dir={out}", "run_name=josh", f"optim.max_steps={args.steps}", f"optim.save_steps={args.steps}",
-        f"optim.per_device_batch_size={args.batch}", f"grpo.limit={args.tasks}", "grpo.max_turns=1",
+        f"optim.per_device_train_batch_size={args.batch}", f"grpo.limit={args.tasks}", "grpo.max_turns=1",
         f"grpo.max_new_tokens={args.new_tokens}", AGENT_OPTIONS,
     ]  # fmt: skip
     return load_recipe(RECIPE, overrides)

@@ -74,9 +74,9 @@ def run_plain(data: Path, out: Path, steps: int, extra: list[str]) -> float:
         output_dir=str(out / "plain"),
         max_steps=steps,
         learning_rate=recipe.optim.learning_rate,
-        per_device_train_batch_size=recipe.optim.per_device_batch_size,
+        per_device_train_batch_size=recipe.optim.per_device_train_batch_size,
         gradient_accumulation_steps=recipe.optim.gradient_accumulation_steps,
-        lr_scheduler_type=recipe.optim.lr_scheduler,
+        lr_scheduler_type=recipe.optim.lr_scheduler_type,
         logging_steps=1,
         save_steps=steps,
         report_to="none",
@@ -85,7 +85,7 @@ def run_plain(data: Path, out: Path, steps: int, extra: list[str]) -> float:
         assistant_only_loss=True,
         gradient_checkpointing=recipe.optim.gradient_checkpointing,
         bf16=recipe.optim.bf16,
-        use_liger_kernel=recipe.optim.liger_kernel,
+        use_liger_kernel=recipe.optim.use_liger_kernel,
         include_num_input_tokens_seen="non_padding",
     )
     lora = recipe.lora
@@ -147,7 +147,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="alternate the two runs this many times")
     parser.add_argument(
         "--set", dest="extra", action="append", default=[], metavar="KEY=VALUE",
-        help="recipe override for both sides: optim.gradient_checkpointing=false, optim.liger_kernel=true (CUDA)",
+        help="recipe override for both sides: optim.gradient_checkpointing=false, optim.use_liger_kernel=true (CUDA)",
     )  # fmt: skip
     parser.add_argument("--child", choices=["josh", "plain"], help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)

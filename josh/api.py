@@ -25,7 +25,6 @@ from josh.agents import AGENTS, Agent, agent_prompt
 from josh.core.env import Env
 from josh.core.llm import LLM, run_with_llms
 from josh.core.user import UserSimulator
-from josh.envs import build_env
 from josh.envs.checker import CheckReport
 from josh.envs.checker import check_env as _check_env
 from josh.eval.evaluate import evaluate as _evaluate
@@ -35,6 +34,7 @@ from josh.harvest.extract import TRL_FORMATS, ExtractConfig, Extracted, extract_
 from josh.harvest.extract_stats import ExtractStats
 from josh.harvest.reframe import RECORDED, Reframe, reframed
 from josh.llm.factory import make_llm as _make_llm
+from josh.run.components import build_judged_env
 from josh.run.conversation import ConversationRecord
 from josh.search.algorithm import SearchConfig
 from josh.search.algorithm import search as _search
@@ -63,8 +63,9 @@ class Evaluation(NamedTuple):
 
 def make_env(name: str = "toolwoz", data: str = "default", **options: Any) -> Env:
     """The environment ``name`` on its ``data`` ('default': its own; ToolWOZ: 'mini', 'toolwoz' or a folder), or an
-    OpenEnv server (``openenv:URL``)."""
-    return build_env(name, data, options)
+    OpenEnv server (``openenv:URL``); the judge its options name (τ²: ``judge``, ``judge_options``) built with its
+    options and attached, as ``josh check-env`` does."""
+    return build_judged_env(name, data, options)
 
 
 def make_llm(backend: str, model: str | None = None, **settings: Any) -> LLM:
@@ -169,7 +170,8 @@ def train(
 ) -> Path:
     """Fine-tune with ``method`` ('sft', 'kto', 'dpo', 'tree') on ``rows`` (a rows file, or the rows themselves,
     written into the run folder first) and return the run folder; ``overrides`` are recipe keys as ``--set`` takes
-    them (``"optim.max_steps=1"``, ``"model.name=smollm2"``)."""
+    them (``"optim.max_steps=1"``, ``"model.name=smollm2"``; any other argument of the method's TRL config as
+    ``"sft.trl.dataloader_num_workers=2"``)."""
     folder = Path(output_dir)
     data = Path(rows) if isinstance(rows, str | Path) else None
     if data is None:

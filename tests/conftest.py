@@ -127,19 +127,14 @@ ECHO_PLUGIN = Path(__file__).resolve().parents[1] / "examples" / "josh-echo-env"
 
 @pytest.fixture(scope="session")
 def echo_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The example plugin ``examples/josh-echo-env`` installed once per session (``pip install --no-deps
-    --no-build-isolation --target``, from a copy so the build leaves nothing in the checkout), put first on
-    ``sys.path`` and on ``$PYTHONPATH`` for subprocesses: its ``.dist-info`` carries the entry points josh finds."""
+    """The example plugin ``examples/josh-echo-env`` installed once per session (``tests.plugin_install``), put first
+    on ``sys.path`` and on ``$PYTHONPATH`` for subprocesses: its ``.dist-info`` carries the entry points josh finds."""
     import importlib
-    import shutil
-    import subprocess
     import sys
 
-    root = tmp_path_factory.mktemp("echo-plugin")
-    source, target = root / "src", root / "site"
-    shutil.copytree(ECHO_PLUGIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    pip = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--quiet"]
-    subprocess.run([*pip, "--disable-pip-version-check", "--target", str(target), str(source)], check=True)
+    from tests.plugin_install import install_plugin
+
+    target = install_plugin(ECHO_PLUGIN, tmp_path_factory.mktemp("echo-plugin"))
     sys.path.insert(0, str(target))
     importlib.invalidate_caches()
     before = os.environ.get("PYTHONPATH")

@@ -3,8 +3,9 @@ any component's options, is refused before anything runs, with its full path.
 
 The cases are generated from the config models and the registries themselves (every field that holds a model, at any
 depth, through Optional, lists and dicts; every registered environment, agent, user and backend with its options
-model), so a section or a component added later is covered without editing this file. A free-form mapping anywhere
-in a recipe fails the test until the check knows which registry validates it.
+model; every ``trl:`` mapping, checked against TRL's config class of its method), so a section or a component added
+later is covered without editing this file. A free-form mapping anywhere in a recipe fails the test until the check
+knows which registry validates it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ OPTIONS: dict[str, tuple[Registry, str]] = {
     "user_options": (USERS, "user"),
     "llm_options": (BACKENDS, "backend"),
 }
+TRL = "trl"  # a method section's mapping of TRL config arguments, checked against TRL (josh.training.trl_args)
 
 # every optional section present (warm_kto needs the warm start's KTO rows), so that each is checked
 LOOP_BASE: dict[str, Any] = {
@@ -123,7 +125,7 @@ def test_every_free_form_mapping_of_a_recipe_is_checked_by_a_registry() -> None:
         ".".join([*path, name])
         for _, model, _, _ in RECIPES
         for path, name in mapping_fields(model)
-        if name not in OPTIONS
+        if name not in OPTIONS and name != TRL
     ]
     assert not unchecked, f"mappings no registry checks: {unchecked}"
 
@@ -132,6 +134,8 @@ def option_cases() -> Iterator[Any]:
     """Every (recipe, section with options, registry entry, path inside the entry's options model)."""
     for kind, model, base, load in RECIPES:
         for section, field in mapping_fields(model):
+            if field == TRL:
+                continue
             registry, name_field = OPTIONS[field]
             for name in registry.names():
                 entry = registry.get(name)
@@ -149,6 +153,21 @@ def test_an_unknown_option_of_every_component_is_refused_with_its_path(
     data = put(data, (*section, field, *inner), {UNKNOWN: 1})
     full = ".".join([*section, field, *inner, UNKNOWN])
     refused(load, data, full, tmp_path)
+
+
+TRL_CASES = [
+    pytest.param(load, base, section, id=f"{kind}:{'.'.join(section)}.trl")
+    for kind, model, base, load in RECIPES
+    for section, field in mapping_fields(model)
+    if field == TRL
+]
+
+
+@pytest.mark.parametrize(("load", "base", "section"), TRL_CASES)
+def test_an_unknown_trl_argument_in_every_section_is_refused_with_its_path(load, base, section, tmp_path) -> None:
+    full = ".".join([*section, TRL, UNKNOWN])
+    message = refused(load, put(base, (*section, TRL), {UNKNOWN: 1}), full, tmp_path)
+    assert f"unknown key '{full}', not an argument of TRL's" in message
 
 
 @pytest.mark.parametrize(

@@ -84,7 +84,7 @@ def one_process_run(data: Path, out_dir: Path, *settings: str) -> Path:
     from josh.training.recipe import load_recipe
     from josh.training.runner import train
 
-    overrides = [*SETTINGS, *settings, "optim.per_device_batch_size=2", f"data={data}", f"output_dir={out_dir}"]
+    overrides = [*SETTINGS, *settings, "optim.per_device_train_batch_size=2", f"data={data}", f"output_dir={out_dir}"]
     return train(load_recipe(RECIPE, [*overrides, "run_name=single"]), progress=False)
 
 

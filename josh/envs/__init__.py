@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from josh.core.env import missing_members
+from josh.core.env import IMPLEMENT, missing_members
 from josh.plugins import GROUPS
 from josh.registry import Entry, Registry, parse_backend_model
 
@@ -69,7 +69,7 @@ def build_env(name: str, data: str, options: Mapping[str, Any] | None = None) ->
         return RemoteEnv(name, **dict(options or {}))
     env = ENVIRONMENTS.build(name, data, options=options)
     if missing := missing_members(env):
-        raise TypeError(f"environment {name!r} lacks {', '.join(missing)}: subclass josh.core.env.EnvBase")
+        raise TypeError(f"environment {name!r} lacks {', '.join(missing)}: {IMPLEMENT}")
     return env
 
 
@@ -118,6 +118,8 @@ def _airline(data: str) -> Env:
 
 def _tau2(domain: str) -> Callable[..., Env]:
     def build(data: str, judge: str | None = None, judge_options: Mapping[str, Any] | None = None) -> Env:
+        """The τ² environment of ``domain``; the run builds the judge it names with ``judge_options`` and attaches it
+        (``josh.run.env_judge``, ``josh.run.components``), so here they are only checked."""
         if judge_options and judge is None:
             raise ValueError(f"tau2-{domain}: judge_options set without a judge: add --env-option judge=BACKEND:MODEL")
         from josh.envs.tau2 import Tau2Env  # optional: the tau2 extra

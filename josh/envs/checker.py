@@ -6,7 +6,7 @@ schemas whose parameters are valid JSON Schema: ``jsonschema`` when installed, e
 loads; ``reset`` and ``call`` are deterministic; random fork trees, their calls interleaved across branches, equal a
 fresh replay of each branch's calls (isolation: no per-branch field shared); hostile calls (fuzzed names and
 arguments) never raise; every reward is a number in [0, 1]; the user side (``user_tools`` / ``user_call``) holds the
-same. Calls are drawn from each task's goals, its gold actions and the tools' schemas, seeded.
+same; what each call reports agrees (its result, its log entry, the goals the state gained: ``agreement.py``). Calls are drawn from each task's goals, its gold actions and the tools' schemas, seeded.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from josh.core.env import ConversationState, Env, missing_members
+from josh.core.env import IMPLEMENT, ConversationState, Env, missing_members
+from josh.envs.agreement import FIX, disagreement
 from josh.types import Task, ToolCall, ToolResult
 
 HOSTILE_NAMES = ("", "no_such_tool", "x" * 2000, "__class__", "../../etc/passwd", "名前", "shout\x00", " ")
@@ -101,6 +102,7 @@ def check_env(
         "hostile calls": lambda tasks: _hostile(env, tasks, env.tools, env.call, "call"),
         "rewards in [0, 1]": lambda tasks: _rewards(env, tasks, steps, rng),
         "user side": lambda tasks: _user_side(env, tasks),
+        "reports agree": lambda tasks: _agree(env, tasks, steps, rng),
     }
     for check, run in on_tasks.items():
         if loaded:
@@ -130,7 +132,7 @@ def _timed(name: str, run: Callable[[], str]) -> Check:
 
 def _contract(env: Env) -> str:
     if missing := missing_members(env):
-        raise _Failed(f"lacks {', '.join(missing)} (subclass josh.core.env.EnvBase)")
+        raise _Failed(f"lacks {', '.join(missing)} ({IMPLEMENT})")
     if not isinstance(env.tools, list) or not env.tools:
         raise _Failed("tools must be a non-empty list of function schemas")
     return f"{len(env.tools)} tools"
@@ -275,13 +277,17 @@ def _reward(env: Env, state: ConversationState) -> float:
 
 
 def _run(env: Env, state: ConversationState, call: ToolCall, user: bool = False) -> tuple[Any, ...]:
+    return _outcome(_call(env, state, call, user))
+
+
+def _call(env: Env, state: ConversationState, call: ToolCall, user: bool = False) -> ToolResult:
     run = env.user_call if user else env.call
     try:
-        return _outcome(run(state, call))
-    except _Failed:
-        raise
+        result = run(state, call)
     except Exception as exc:
         raise _Failed(f"{'user_call' if user else 'call'} raised {type(exc).__name__}: {exc} on {_show(call)}") from exc
+    _outcome(result)
+    return result
 
 
 def _show(call: ToolCall) -> str:
@@ -341,6 +347,19 @@ def _isolation(env: Env, tasks: list[Task], steps: int, rng: random.Random, rewa
                 )
         branches += len(nodes)
     return f"{branches} branches of {len(tasks)} tasks equal their replays"
+
+
+def _agree(env: Env, tasks: list[Task], steps: int, rng: random.Random) -> str:
+    calls = 0
+    for task in tasks:
+        state = env.reset(task)
+        for call in _gold(task) + [_random_call(env, task, rng) for _ in range(steps)]:
+            before, logged = set(state.completed), len(state.log)
+            result = _call(env, state, call)
+            if problem := disagreement(state, call, result, before, logged):
+                raise _Failed(f"task {task.id!r}, {_show(call)}: {problem} ({FIX})")
+            calls += 1
+    return f"{calls} calls: result, log and completed goals agree"
 
 
 def _hostile_calls(tools: list[dict[str, Any]]) -> list[ToolCall]:

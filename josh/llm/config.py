@@ -97,6 +97,9 @@ class OpenAIConfig(_Settings):
     reasoning: bool | None = Field(
         None, description="an OpenAI reasoning model (max_completion_tokens, no temperature); default: by name"
     )
+    max_prompt_tokens: int | None = Field(
+        None, ge=1, description="a longer prompt ends its conversation (context_length); needs --model to be a folder"
+    )
 
 
 class ScriptedConfig(_Settings):

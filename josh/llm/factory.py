@@ -18,6 +18,7 @@ from typing import Any
 
 from josh.core.llm import LLM
 from josh.llm.config import HFConfig, LLMConfig, OpenAIConfig, ScriptedConfig, VLLMConfig
+from josh.llm.prompt_limit import model_folder
 from josh.llm.scripted import ScriptedLLM
 from josh.plugins import GROUPS
 from josh.registry import Registry
@@ -45,13 +46,16 @@ def llm_config(backend: str, model: str | None = None, **settings: Any) -> LLMCo
 
 def check_buildable(config: LLMConfig) -> None:
     """What ``build_llm`` would fail on, checked without loading anything: a missing package (``ImportError``
-    naming the install command) or a scripted backend without replies (``ValueError``)."""
+    naming the install command), a scripted backend without replies or an openai one with ``max_prompt_tokens`` and
+    no model folder to count with (``ValueError``)."""
     for name in config.packages:
         if importlib.util.find_spec(name) is None:
             hint = VLLM_INSTALL if name == "vllm" else "pip install 'josh-agents[train]'"
             raise ImportError(f"the {config.backend} backend needs {name}, which is not installed: {hint}")
     if isinstance(config, ScriptedConfig) and not config.replies:
         raise ValueError(SCRIPTED_NEEDS_REPLIES)
+    if isinstance(config, OpenAIConfig):
+        model_folder(config.model or "", config.max_prompt_tokens)
 
 
 def make_llm(backend: str, model: str | None = None, *, policy: Any = None, **settings: Any) -> LLM:

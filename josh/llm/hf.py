@@ -36,13 +36,14 @@ from transformers import (
     StoppingCriteriaList,
 )
 
-from josh.core.llm import Backend, Completion, ContextLengthError, LLMError, Sampling, Usage
+from josh.core.llm import Backend, Completion, LLMError, Sampling, Usage
 from josh.llm.batcher import Batcher
 from josh.llm.config import HFConfig
 from josh.llm.hf_grammar import GrammarMask, grammar_problem, grammar_tokenizer
 from josh.llm.hf_prefix import PrefixCache
 from josh.llm.hf_sampling import RowSampler, RowSpec, RowStopper, row_seed
 from josh.llm.models import adapter_base, chatml_template, four_bit, is_adapter_dir, render_chat, resolve_model
+from josh.llm.prompt_limit import context_length, too_long
 from josh.types import Message
 
 
@@ -129,7 +130,7 @@ class HFLLM(Backend):
         self.tokenizer = tokenizer
         self.usage = Usage()
         self.max_batch_size = config.max_batch_size
-        self.context_length = _context_length(net)
+        self.context_length = context_length(getattr(net, "config", None)) or 4096
         self.max_prompt_tokens = config.max_prompt_tokens
         self.stop_ids = _stop_token_ids(net, tokenizer)
         self.prefix_cache = PrefixCache(net, max_tokens=config.prefix_cache_tokens)
@@ -189,14 +190,8 @@ class HFLLM(Backend):
             if problem:
                 return LLMError(f"the request's grammar does not compile: {problem}")
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        room = self.context_length - request.sampling.max_new_tokens
-        limit = min(room, self.max_prompt_tokens) if self.max_prompt_tokens else room
-        if len(ids) > limit:
-            return ContextLengthError(
-                f"prompt has {len(ids)} tokens, over the limit of {limit} (max_prompt_tokens={self.max_prompt_tokens}, "
-                f"context {self.context_length} minus max_new_tokens {request.sampling.max_new_tokens})"
-            )
-        return ids
+        overflow = too_long(len(ids), self.context_length, request.sampling.max_new_tokens, self.max_prompt_tokens)
+        return ids if overflow is None else overflow
 
     def _generate(self, prompts: list[list[int]], specs: list[RowSpec]) -> list[Completion]:
         shared = self.prefix_cache.shared(prompts)
@@ -272,11 +267,6 @@ def _when_set(event: Any) -> Any:
             return torch.full((input_ids.shape[0],), event.is_set(), dtype=torch.bool, device=input_ids.device)
 
     return _Cancelled()
-
-
-def _context_length(net: Any) -> int:
-    config = getattr(net, "config", None)
-    return int(getattr(config, "max_position_embeddings", 0) or 4096)
 
 
 def _stop_token_ids(net: Any, tokenizer: Any) -> list[int]:

@@ -5,7 +5,10 @@ answers, timeouts, dropped connections and broken answers (a body that is not JS
 with exponential backoff and full jitter, at least the server's ``Retry-After`` (``max_retries`` times, then
 ``LLMError``; ``retries`` counts them by kind); other client errors fail at once, and a 400 that says the prompt is
 longer than the model's context (OpenAI's ``context_length_exceeded``, vLLM's "maximum context length is N tokens")
-raises ``ContextLengthError``, the conversation's own ending. Once a request has given up on a
+raises ``ContextLengthError``, the conversation's own ending. When the model name is a local model folder (as
+``josh serve`` names what it serves; ``transformers serve`` does not check the prompt's length), each prompt is
+counted first with that folder's tokenizer and refused the same way when it is longer than the model's context
+less ``max_tokens``, or than ``max_prompt_tokens`` (see ``josh.llm.prompt_limit``). Once a request has given up on a
 server that did not answer (anything but rate limits), the server is taken as gone until an attempt succeeds again:
 the requests after it are not retried, one attempt each decides, so that a server that died stops a run after one
 round of retries (see ``josh.llm.health``) rather than one round per request. ``n`` goes to the API; a server that rejects ``n > 1``
@@ -32,6 +35,7 @@ import httpx
 import openai
 
 from josh.core.llm import Backend, Completion, ContextLengthError, LLMError, Sampling, Usage
+from josh.llm.prompt_limit import PromptCounter, model_folder
 from josh.types import Message, ToolCall
 
 # USD per million (prompt, completion) tokens, by model-name prefix (public list prices when written; override
@@ -93,6 +97,7 @@ class OpenAILLM(Backend):
         max_backoff_s: float = 30.0,
         prices: dict[str, tuple[float, float]] | None = None,
         reasoning: bool | None = None,
+        max_prompt_tokens: int | None = None,
     ) -> None:
         if not model:
             raise ValueError("the openai backend needs --model: e.g. gpt-4o-mini, or the name the server serves")
@@ -105,7 +110,9 @@ class OpenAILLM(Backend):
                     f"no API key for the openai backend: set ${api_key_env}, or point --base-url at a local server"
                 )
             key = "EMPTY"  # local servers accept any key
+        folder = model_folder(model, max_prompt_tokens)
         self.model = model
+        self.counter = PromptCounter(folder, max_prompt_tokens) if folder is not None else None
         self.base_url = base_url
         self._api_key = key
         self._api_key_env = api_key_env
@@ -128,6 +135,8 @@ class OpenAILLM(Backend):
     async def complete(
         self, messages: list[Message], tools: list[dict[str, Any]] | None, n: int, sampling: Sampling
     ) -> list[Completion]:
+        if self.counter is not None:
+            await asyncio.to_thread(self.counter.check, messages, tools, sampling.max_new_tokens)
         completions: list[Completion] = []
         if n > 1 and self.supports_n:
             try:

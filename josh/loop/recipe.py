@@ -174,9 +174,9 @@ class LoopRecipe(StrictModel):
     )
     grpo_budget: Literal["recipe", "search"] = Field(
         "recipe",
-        description="recipe: the GRPO arm trains as its recipe says (epochs, max_steps, grpo.max_llm_calls); search: "
+        description="recipe: the GRPO arm trains as its recipe says (num_train_epochs, max_steps, grpo.max_llm_calls); search: "
         "each round's GRPO stops once its rollouts used as many LLM calls as that round's search (raise its "
-        "optim.epochs if one pass over the tasks costs less)",
+        "optim.num_train_epochs if one pass over the tasks costs less)",
     )
     advantages: AdvantageConfig = Field(default_factory=AdvantageConfig, description="tree arm: subtree reward")
     arms: dict[str, TrainRecipe] = Field(
@@ -295,7 +295,7 @@ class LoopRecipe(StrictModel):
         """The sft recipe as the warm start and control-retrain train it: with ``warm_start.epochs`` when set."""
         if self.sft is None or self.warm_start is None or self.warm_start.epochs is None:
             return self.sft
-        optim = self.sft.optim.model_copy(update={"epochs": self.warm_start.epochs})
+        optim = self.sft.optim.model_copy(update={"num_train_epochs": self.warm_start.epochs})
         return self.sft.model_copy(update={"optim": optim})
 
     @property

@@ -144,6 +144,21 @@ def training_rows(report: LoopReport) -> tuple[list[str], list[list[str]]]:
     return ["run", "rows", "steps", "tokens seen", "final loss", "wall"], rows
 
 
+def stage_rows(report: LoopReport) -> tuple[list[str], list[list[str]]]:
+    """Each stage's wall time beside the load averages when it started and finished (1 / 5 / 15 minutes)."""
+
+    def load(values: list[float] | None) -> str:
+        return "-" if values is None else " / ".join(f"{v:.1f}" for v in values)
+
+    rows = [
+        [s.name, s.folder, "-" if s.wall_s is None else f"{s.wall_s:.0f} s", load(s.load_start), load(s.load_end)]
+        if s.complete
+        else [s.name, s.folder, "unfinished", load(s.load_start), "-"]
+        for s in report.stages
+    ]
+    return ["stage", "folder", "wall", "load at start", "load at end"], rows
+
+
 def cost_rows(report: LoopReport) -> tuple[list[str], list[list[str]]]:
     """LLM calls and tokens behind each model (its training data's searches or rollouts), beside its reward."""
     rewards = {m.label: fmt_interval(m.summary.average_reward) for m in report.models}
@@ -219,6 +234,16 @@ def write_loop_markdown(report: LoopReport, run_dir: Path) -> Path:
         lines += ["## Arms that ended without a model", "", *[f"- {line}" for line in note_lines(report)], ""]
     if report.training:
         lines += ["## Training", "", *_md_table(*training_rows(report)), ""]
+    if report.stages:
+        lines += [
+            "## Stages",
+            "",
+            "Wall time of each stage's last run (a resumed stage: since it resumed) and the machine's load averages "
+            "over 1, 5 and 15 minutes when it started and ended.",
+            "",
+            *_md_table(*stage_rows(report)),
+            "",
+        ]
     path = run_dir / REPORT_MD
     write_atomic(path, "\n".join(lines) + "\n")
     return path

@@ -20,7 +20,8 @@ from josh.eval.metrics import Summary, bootstrap, paired_difference
 from josh.eval.summary import fmt_interval
 from josh.loop.costs import ArmCost, arm_costs
 from josh.loop.result import RETRAIN, LoopResult, RoundRecord
-from josh.util.layout import EXTRACT_STATS, METRICS, REPORT_JSON, ROLLOUT_STATS, SUMMARY
+from josh.loop.stages.manifest import read_manifest
+from josh.util.layout import EXTRACT_STATS, MANIFEST, METRICS, REPORT_JSON, ROLLOUT_STATS, SUMMARY
 
 START_DRAWS = "start, two training draws"
 
@@ -85,6 +86,17 @@ class TrainEntry(BaseModel):
     wall_s: float = 0.0
 
 
+class StageEntry(BaseModel):
+    """One stage of the run, from its manifest: where it ran, how long, and how loaded the machine was."""
+
+    name: str
+    folder: str
+    complete: bool
+    wall_s: float | None = None
+    load_start: list[float] | None = None
+    load_end: list[float] | None = None
+
+
 class NoteEntry(BaseModel):
     """An arm that ended without a model (round 0: before or across rounds)."""
 
@@ -108,6 +120,7 @@ class LoopReport(BaseModel):
     training: list[TrainEntry] = Field(default_factory=list)
     notes: list[NoteEntry] = Field(default_factory=list)
     costs: list[ArmCost] = Field(default_factory=list, description="LLM calls and tokens behind each model")
+    stages: list[StageEntry] = Field(default_factory=list, description="every stage's wall time and load, in order")
     unfinished: str | None = Field(None, description="the first stage that has not finished, if any")
 
     def model(self, label: str) -> ModelEntry | None:
@@ -244,6 +257,21 @@ def _training(result: LoopResult) -> list[TrainEntry]:
     return out
 
 
+def _stages(run_dir: Path) -> list[StageEntry]:
+    """The run's stages in the order they started (stale folders set aside are left out)."""
+    found = []
+    for path in run_dir.rglob(MANIFEST):
+        manifest = read_manifest(path.parent)
+        if manifest is None or any(".stale-" in part for part in path.relative_to(run_dir).parts):
+            continue
+        entry = StageEntry(
+            name=manifest.stage, folder=str(path.parent.relative_to(run_dir)), complete=manifest.complete,
+            wall_s=manifest.wall_s, load_start=manifest.load_start, load_end=manifest.load_end,
+        )  # fmt: skip
+        found.append((manifest.started_at, entry))
+    return [entry for _, entry in sorted(found, key=lambda item: item[0])]
+
+
 def build_report(result: LoopResult, *, title: str) -> LoopReport:
     """Read every file the result points at into a ``LoopReport``."""
     models = _models(result)
@@ -273,6 +301,7 @@ def build_report(result: LoopResult, *, title: str) -> LoopReport:
         training=_training(result),
         notes=[NoteEntry(arm=n.arm, round=n.round, message=n.message) for n in result.notes],
         costs=arm_costs(result),
+        stages=_stages(Path(result.run_dir)),
         unfinished=result.unfinished,
     )
 

@@ -85,8 +85,7 @@ class _ServerUser:
         self.state = state
 
     async def reply(self, task: Task, transcript: list[Message]) -> UserTurn:
-        says = getattr(self.state, "user_says_async", None)  # off the event loop where the state has it
-        text, done = await says(transcript) if says else self.state.user_says(transcript)  # type: ignore[attr-defined]
+        text, done = await self.state.user_says_async(transcript)
         return UserTurn(text=text, done=done)
 
 
@@ -112,7 +111,7 @@ async def user_turn(
     """Ask the user to answer ``transcript``, running its own calls on ``state`` step by step (see the module
     docstring); never raises for a failing simulator or a bad call. A state whose environment holds the user (an
     OpenEnv server: ``josh.envs.openenv``) answers for it instead of ``user_sim``."""
-    if hasattr(state, "user_says"):
+    if state.holds_user:
         user_sim = _ServerUser(state)
     added: list[Message] = []
     steps: list[UserTurn] = []

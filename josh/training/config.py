@@ -11,7 +11,8 @@ from typing import Any
 from josh.training.data import to_dataset
 from josh.training.launch import uses_configured_state
 from josh.training.model import lora_config
-from josh.training.recipe import RecipeError, TrainRecipe
+from josh.training.recipe import RecipeError, TrainRecipe, recipe_error
+from josh.training.trl_args import trl_problems
 
 
 def check_report_to(report_to: list[str]) -> None:
@@ -38,25 +39,25 @@ def check_trainer_packages(recipes: Iterable[TrainRecipe]) -> list[str]:
 
 
 def check_liger_kernel(enabled: bool) -> None:
-    """``optim.liger_kernel`` needs Liger's Triton kernels and a CUDA GPU to run them; say which is missing."""
+    """``optim.use_liger_kernel`` needs Liger's Triton kernels and a CUDA GPU to run them; say which is missing."""
     if not enabled:
         return
     import torch  # optional: the train extra
 
     if not torch.cuda.is_available():
         raise RecipeError(
-            "optim.liger_kernel needs a CUDA GPU: Liger's kernels are Triton-only and this machine has none "
-            "(set optim.liger_kernel=false; the CPU path already computes the loss without full logits)"
+            "optim.use_liger_kernel needs a CUDA GPU: Liger's kernels are Triton-only and this machine has none "
+            "(set optim.use_liger_kernel=false; the CPU path already computes the loss without full logits)"
         )
     if importlib.util.find_spec("liger_kernel") is None or importlib.util.find_spec("triton") is None:
-        raise RecipeError("optim.liger_kernel needs liger-kernel and triton: pip install 'josh-agents[liger]'")
+        raise RecipeError("optim.use_liger_kernel needs liger-kernel and triton: pip install 'josh-agents[liger]'")
 
 
 def optimizer_steps(recipe: TrainRecipe, rows: int, processes: int = 1) -> int:
     """The optimizer steps ``rows`` make under the recipe's epochs, batch size and accumulation (as the trainer counts)."""
     opt = recipe.optim
-    batches = math.ceil(rows / (opt.per_device_batch_size * processes))
-    return math.ceil(opt.epochs * max(batches // opt.gradient_accumulation_steps, 1))
+    batches = math.ceil(rows / (opt.per_device_train_batch_size * processes))
+    return math.ceil(opt.num_train_epochs * max(batches // opt.gradient_accumulation_steps, 1))
 
 
 def with_min_steps(recipe: TrainRecipe, rows: int, processes: int = 1) -> TrainRecipe:
@@ -65,37 +66,25 @@ def with_min_steps(recipe: TrainRecipe, rows: int, processes: int = 1) -> TrainR
     steps = optimizer_steps(recipe, rows, processes)
     if not wanted or steps >= wanted:
         return recipe
-    print(f"optim.min_steps={wanted}: {rows} row(s) x {recipe.optim.epochs:g} epoch(s) make {steps} step(s); "
+    print(f"optim.min_steps={wanted}: {rows} row(s) x {recipe.optim.num_train_epochs:g} epoch(s) make {steps} step(s); "
           f"training {wanted}")  # fmt: skip
     optim = recipe.optim.model_copy(update={"max_steps": wanted, "min_steps": 0})
     return recipe.model_copy(update={"optim": optim})
 
 
 def base_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
-    """Keyword arguments every TRL config (``SFTConfig``, ``KTOConfig``, ``DPOConfig``) accepts."""
-    opt = recipe.optim
+    """Keyword arguments every TRL config (``SFTConfig``, ``KTOConfig``, ``DPOConfig``) accepts: the ``optim``
+    section's under their own names, and the ones josh fixes (``josh.training.trl_args`` says why)."""
+    optim = recipe.optim.model_dump(exclude={"min_steps"})
+    warmup = optim["warmup_steps"]
     return {
         "output_dir": str(output_dir),
         "run_name": recipe.resolved_run_name,
         "seed": recipe.seed,
-        "num_train_epochs": opt.epochs,
-        "max_steps": opt.max_steps,
-        "learning_rate": opt.learning_rate,
-        "per_device_train_batch_size": opt.per_device_batch_size,
-        "gradient_accumulation_steps": opt.gradient_accumulation_steps,
-        "warmup_steps": int(opt.warmup) if opt.warmup >= 1 else opt.warmup,
-        "lr_scheduler_type": opt.lr_scheduler,
-        "weight_decay": opt.weight_decay,
-        "max_grad_norm": opt.max_grad_norm,
-        "optim": opt.optim,
-        "bf16": opt.bf16,
-        "gradient_checkpointing": opt.gradient_checkpointing,
-        "use_liger_kernel": opt.liger_kernel,
-        "logging_steps": opt.logging_steps,
+        **optim,
+        "warmup_steps": int(warmup) if warmup >= 1 else warmup,
         "logging_first_step": True,
         "save_strategy": "steps",
-        "save_steps": opt.save_steps,
-        "save_total_limit": opt.save_total_limit,
         "report_to": recipe.report_to or "none",
         "include_num_input_tokens_seen": "non_padding",
         "max_length": recipe.max_length,
@@ -105,6 +94,14 @@ def base_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
         # FSDP / DeepSpeed on CPU processes: keep the state josh.training.launch set up instead of starting anew
         **({"accelerator_config": {"use_configured_state": True}} if uses_configured_state() else {}),
     }
+
+
+def with_trl(recipe: TrainRecipe, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` (josh's, for the method's TRL config) and the method section's ``trl:`` mapping, checked as at
+    the recipe's load (a recipe built in Python may not have been)."""
+    if problems := trl_problems(recipe):
+        raise recipe_error(problems)
+    return {**arguments, **getattr(recipe, recipe.method).trl}
 
 
 def trl_trainer(

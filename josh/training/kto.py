@@ -11,7 +11,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from josh.training.config import base_arguments, trl_trainer
+from josh.training.config import base_arguments, trl_trainer, with_trl
 from josh.training.data import check_kto_labels
 from josh.training.recipe import KTOSpec, RecipeError, TrainRecipe
 
@@ -33,10 +33,10 @@ def balanced_weights(spec: KTOSpec, desirable: int, undesirable: int) -> tuple[f
 
 def validate(recipe: TrainRecipe, rows: list[dict[str, Any]]) -> None:
     """Batch-size sanity for the KL estimate, checked before any model is loaded."""
-    size = recipe.optim.per_device_batch_size
+    size = recipe.optim.per_device_train_batch_size
     if size < 2:
         raise RecipeError(
-            "KTO needs optim.per_device_batch_size >= 2: the KL reference term pairs each prompt with another "
+            "KTO needs optim.per_device_train_batch_size >= 2: the KL reference term pairs each prompt with another "
             "row's completion in the same batch (raise the batch size and lower gradient_accumulation_steps to keep "
             "the effective batch)"
         )
@@ -44,20 +44,31 @@ def validate(recipe: TrainRecipe, rows: list[dict[str, Any]]) -> None:
         raise RecipeError(f"KTO has {len(rows)} rows, fewer than one batch of {size}: add data or lower the batch size")
 
 
+def arguments(recipe: TrainRecipe, output_dir: Path, labels: tuple[int, int]) -> dict[str, Any]:
+    """The ``KTOConfig`` keyword arguments josh sets, the weights balanced for ``labels`` (desirable, undesirable)."""
+    dw, uw = balanced_weights(recipe.kto, *labels)
+    return {
+        **base_arguments(recipe, output_dir),
+        "beta": recipe.kto.beta,
+        "desirable_weight": dw,
+        "undesirable_weight": uw,
+        "dataloader_drop_last": True,
+    }
+
+
+def config(recipe: TrainRecipe, output_dir: Path, labels: tuple[int, int]) -> Any:
+    """TRL's ``KTOConfig`` of the recipe for rows with ``labels`` (desirable, undesirable), ``kto.trl`` included."""
+    from trl import KTOConfig  # optional: the train extra
+
+    return KTOConfig(**with_trl(recipe, arguments(recipe, output_dir, labels)))
+
+
 def build_trainer(
     recipe: TrainRecipe, rows: list[dict[str, Any]], model: Any, tokenizer: Any, output_dir: Path, callbacks: list
 ) -> Any:
-    from trl import KTOConfig, KTOTrainer  # optional: the train extra
+    from trl import KTOTrainer  # optional: the train extra
 
     rows = list(rows)
     random.Random(recipe.seed).shuffle(rows)  # the KTO sampler is sequential: mix the labels once, reproducibly
-    desirable, undesirable = check_kto_labels(rows)
-    dw, uw = balanced_weights(recipe.kto, desirable, undesirable)
-    args = KTOConfig(
-        **base_arguments(recipe, output_dir),
-        beta=recipe.kto.beta,
-        desirable_weight=dw,
-        undesirable_weight=uw,
-        dataloader_drop_last=True,
-    )
+    args = config(recipe, output_dir, check_kto_labels(rows))
     return trl_trainer(KTOTrainer, recipe, args, rows, model, tokenizer, callbacks)

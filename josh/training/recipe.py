@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from josh.run.spec_check import spec_problems
 from josh.training.grpo.spec import GRPOSpec
+from josh.training.trl_args import TRLArguments, trl_problems
 from josh.util.bundled import recipe_file
 from josh.util.strict import ConfigError, StrictModel, explain
 
@@ -60,21 +61,32 @@ class QuantizationSpec(StrictModel):
 
 
 class OptimSpec(StrictModel):
-    """Optimisation and bookkeeping shared by every method (maps onto transformers ``TrainingArguments``)."""
+    """Optimisation and bookkeeping shared by every method: ``TrainingArguments`` fields under their own names (but
+    ``min_steps``, josh's)."""
 
-    epochs: float = Field(1.0, gt=0)
+    suggestions = {
+        "epochs": "num_train_epochs",
+        "per_device_batch_size": "per_device_train_batch_size",
+        "batch_size": "per_device_train_batch_size",
+        "warmup": "warmup_steps",
+        "warmup_ratio": "warmup_steps",
+        "lr_scheduler": "lr_scheduler_type",
+        "liger_kernel": "use_liger_kernel",
+    }
+
+    num_train_epochs: float = Field(1.0, gt=0)
     max_steps: int = -1
     min_steps: int = Field(
         0,
         ge=0,
-        description="train at least this many optimizer steps, passing over the rows again when epochs "
+        description="train at least this many optimizer steps, passing over the rows again when the epochs "
         "give fewer (0: off); keeps a round with few rows from being undertrained",
     )
     learning_rate: float = Field(2e-5, gt=0)
-    per_device_batch_size: int = Field(1, gt=0)
+    per_device_train_batch_size: int = Field(1, gt=0)
     gradient_accumulation_steps: int = Field(1, gt=0)
-    warmup: float = Field(0, ge=0, description="warmup steps when >= 1, else a fraction of all steps")
-    lr_scheduler: str = "linear"
+    warmup_steps: float = Field(0, ge=0, description="warmup steps when >= 1, else a fraction of all steps")
+    lr_scheduler_type: str = "linear"
     weight_decay: float = Field(0.0, ge=0.0)
     max_grad_norm: float = Field(1.0, gt=0)
     optim: str = "adamw_torch"
@@ -82,7 +94,7 @@ class OptimSpec(StrictModel):
     gradient_checkpointing: bool = Field(
         True, description="recompute activations in the backward pass (TRL's default): less memory, slower steps"
     )
-    liger_kernel: bool = Field(
+    use_liger_kernel: bool = Field(
         False, description="Liger's Triton kernels (RMSNorm, RoPE, SwiGLU); needs a CUDA GPU and liger-kernel"
     )
     logging_steps: int = Field(1, gt=0)
@@ -90,14 +102,14 @@ class OptimSpec(StrictModel):
     save_total_limit: int | None = 2
 
 
-class SFTSpec(StrictModel):
+class SFTSpec(TRLArguments):
     """Supervised fine-tuning on whole conversations, loss on assistant tokens only."""
 
     assistant_only_loss: bool = True
     packing: bool = False
 
 
-class KTOSpec(StrictModel):
+class KTOSpec(TRLArguments):
     """KTO on single good/bad agent turns. Weights left empty are balanced from the label counts."""
 
     beta: float = Field(0.1, gt=0)
@@ -105,14 +117,14 @@ class KTOSpec(StrictModel):
     undesirable_weight: float | None = Field(None, gt=0)
 
 
-class DPOSpec(StrictModel):
+class DPOSpec(TRLArguments):
     """DPO on chosen/rejected agent turns that share a prompt."""
 
     beta: float = Field(0.1, gt=0)
     loss_type: str = "sigmoid"
 
 
-class TreeSpec(StrictModel):
+class TreeSpec(TRLArguments):
     """Advantage-weighted log-likelihood on sibling turns with tree advantages (``josh extract --format tree``)."""
 
     negative_weight: float = Field(
@@ -211,14 +223,14 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 def train_problems(recipe: TrainRecipe, where: tuple[str, ...] = ()) -> list[str]:
     """The problems of the component names and options in the ``grpo:`` section (``josh.run.spec_check``), when the
-    recipe trains GRPO or gives that section."""
+    recipe trains GRPO or gives that section, and of the TRL arguments its ``trl:`` mappings pass through."""
     given = recipe.method == "grpo" or "grpo" in recipe.model_fields_set
-    return spec_problems(recipe.grpo, (*where, "grpo")) if given else []
+    return (spec_problems(recipe.grpo, (*where, "grpo")) if given else []) + trl_problems(recipe, where)
 
 
 def build_recipe(data: dict[str, Any], overrides: list[str] | None = None, source: str = "") -> TrainRecipe:
     """Validate a recipe dict plus overrides into a ``TrainRecipe`` (or raise one readable ``RecipeError``), the
-    component options of its ``grpo:`` section included."""
+    component options of its ``grpo:`` section and its TRL arguments included."""
     merged = apply_overrides(data, overrides or [])
     try:
         recipe = TrainRecipe.model_validate(merged)

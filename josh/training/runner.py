@@ -86,7 +86,7 @@ def _metrics_callback() -> Any:
 def prepare(recipe: TrainRecipe, *, resume: bool) -> tuple[list[dict[str, Any]], Any, Path | None]:
     """Everything that can fail cheaply: data, method checks, tokenizer, lengths, the run folder."""
     check_report_to(recipe.report_to)
-    check_liger_kernel(recipe.optim.liger_kernel)
+    check_liger_kernel(recipe.optim.use_liger_kernel)
     if recipe.method == "grpo":
         rows, tokenizer = _trainer_module("grpo").prepare_tasks(recipe)
     else:
@@ -136,10 +136,10 @@ def plan(recipe: TrainRecipe, *, resume: bool = False, processes: int = 1) -> di
     if recipe.method != "grpo":
         sized = with_min_steps(recipe, len(rows), processes)
         opt = sized.optim
-        batch = opt.per_device_batch_size * opt.gradient_accumulation_steps * processes
+        batch = opt.per_device_train_batch_size * opt.gradient_accumulation_steps * processes
         lines["data"] = f"{recipe.data}: {len(rows)} rows within max_length {recipe.max_length}"
         lines["effective batch"] = (
-            f"{batch} rows = {opt.per_device_batch_size} per device x {opt.gradient_accumulation_steps} accumulation "
+            f"{batch} rows = {opt.per_device_train_batch_size} per device x {opt.gradient_accumulation_steps} accumulation "
             f"x {processes} process(es)"
         )
         steps = opt.max_steps if opt.max_steps > 0 else optimizer_steps(sized, len(rows), processes)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from josh.training.config import base_arguments
+from josh.training.config import base_arguments, with_trl
 from josh.training.data import DatasetError, to_dataset
 from josh.training.model import lora_config
 from josh.training.recipe import TrainRecipe
@@ -82,15 +82,24 @@ def advantage_trainer_class() -> type:
     return AdvantageWeightedTrainer
 
 
+def arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
+    """The ``SFTConfig`` keyword arguments josh sets for the tree loss."""
+    return {**base_arguments(recipe, output_dir), "assistant_only_loss": True, "completion_only_loss": True}
+
+
+def config(recipe: TrainRecipe, output_dir: Path) -> Any:
+    """TRL's ``SFTConfig`` of the tree arm, its ``tree.trl`` arguments included."""
+    from trl import SFTConfig  # optional: the train extra
+
+    return SFTConfig(**with_trl(recipe, arguments(recipe, output_dir)))
+
+
 def build_trainer(
     recipe: TrainRecipe, rows: list[dict[str, Any]], model: Any, tokenizer: Any, output_dir: Path, callbacks: list
 ) -> Any:
-    from trl import SFTConfig  # optional: the train extra
-
-    args = SFTConfig(**base_arguments(recipe, output_dir), assistant_only_loss=True, completion_only_loss=True)
     return advantage_trainer_class()(
         model=model,
-        args=args,
+        args=config(recipe, output_dir),
         train_dataset=to_dataset(rows),
         processing_class=tokenizer,
         peft_config=None if recipe.model.adapter else lora_config(recipe.lora),

@@ -13,7 +13,7 @@ import difflib
 import types
 import typing
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -21,9 +21,12 @@ Loc = Sequence[str | int]
 
 
 class StrictModel(BaseModel):
-    """A settings model: unknown keys are refused, and so are bad values assigned later."""
+    """A settings model: unknown keys are refused, and so are bad values assigned later. ``suggestions`` maps an
+    unknown key that means one of the model's keys (an earlier or another library's name) to that key, which its
+    refusal then suggests."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    suggestions: ClassVar[dict[str, str]] = {}
 
 
 class ConfigError(ValueError):
@@ -52,8 +55,8 @@ def nested_model(annotation: Any) -> tuple[type[BaseModel], str | None] | None:
     return None
 
 
-def keys_at(model: type[BaseModel], loc: Loc) -> list[str] | None:
-    """The valid keys of the model that ``loc`` (all but its last item) points into; None where it leaves the models."""
+def model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
+    """The model that ``loc`` (all but its last item) points into; None where it leaves the models."""
     parts = list(loc[:-1])
     while parts:
         field = model.model_fields.get(str(parts.pop(0)))
@@ -65,7 +68,13 @@ def keys_at(model: type[BaseModel], loc: Loc) -> list[str] | None:
             if not parts:
                 return None
             parts.pop(0)
-    return list(model.model_fields)
+    return model
+
+
+def keys_at(model: type[BaseModel], loc: Loc) -> list[str] | None:
+    """The valid keys of the model that ``loc`` (all but its last item) points into; None where it leaves the models."""
+    inner = model_at(model, loc)
+    return list(inner.model_fields) if inner is not None else None
 
 
 def closest(name: str, valid: Sequence[str]) -> str | None:
@@ -77,10 +86,11 @@ def closest(name: str, valid: Sequence[str]) -> str | None:
     return prefixed[0] if prefixed else None
 
 
-def unknown_key(loc: Loc, valid: Sequence[str], about: str = "") -> str:
-    """One refusal: ``unknown key 'a.b.c' (for ...), did you mean 'a.b.x'?``, or the valid keys when none is close."""
+def unknown_key(loc: Loc, valid: Sequence[str], about: str = "", meant: str | None = None) -> str:
+    """One refusal: ``unknown key 'a.b.c' (for ...), did you mean 'a.b.x'?`` (``meant``, else the closest valid key),
+    or the valid keys when none is close."""
     path = ".".join(map(str, loc))
-    suggestion = closest(str(loc[-1]), valid)
+    suggestion = meant or closest(str(loc[-1]), valid)
     where = f" for {about}" if about else ""
     if suggestion is not None:
         near = ".".join([*map(str, loc[:-1]), suggestion])
@@ -97,7 +107,12 @@ def explain(error: ValidationError, model: type[BaseModel], prefix: Loc = (), ab
     for item in error.errors(include_url=False):
         loc = (*prefix, *item["loc"])
         if item["type"] == "extra_forbidden":
-            lines.append(unknown_key(loc, keys_at(model, item["loc"]) or [], about))
+            inner = model_at(model, item["loc"])
+            valid = list(inner.model_fields) if inner is not None else []
+            suggestions = getattr(inner, "suggestions", {})
+            near = closest(str(loc[-1]), [*valid, *suggestions])
+            meant = suggestions.get(near, near) if near is not None else None
+            lines.append(unknown_key(loc, valid, about, meant))
             continue
         where = ".".join(map(str, loc)) or "(top level)"
         message = item["msg"].removeprefix("Value error, ")

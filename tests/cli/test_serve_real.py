@@ -69,7 +69,12 @@ def adapter(tmp_path_factory) -> Path:
 
     tmp = tmp_path_factory.mktemp("adapter")
     data = write_jsonl(tmp / "sft.jsonl", [{"messages": tool_conversation("chinese"), "tools": [FIND_TOOL]}])
-    settings = ["max_length=512", "optim.max_steps=6", "optim.learning_rate=5e-3", "optim.per_device_batch_size=1"]
+    settings = [
+        "max_length=512",
+        "optim.max_steps=6",
+        "optim.learning_rate=5e-3",
+        "optim.per_device_train_batch_size=1",
+    ]
     settings += ["optim.gradient_checkpointing=false", f"data={data}", f"output_dir={tmp}", "run_name=run"]
     return train(load_recipe(ROOT / "recipes" / "tiny-sft.yaml", settings), progress=False)
 

@@ -101,7 +101,7 @@ class RecordingTrainer(StubTrainer):
         self.recipes[str(recipe.output_dir / recipe.run_name)] = recipe
         if recipe.run_name == self.refuse:
             self.calls.append((recipe.run_name, 0, resume))
-            raise RecipeError(f"KTO has 1 rows, fewer than one batch of {recipe.optim.per_device_batch_size}")
+            raise RecipeError(f"KTO has 1 rows, fewer than one batch of {recipe.optim.per_device_train_batch_size}")
         return super().__call__(recipe, resume)
 
 

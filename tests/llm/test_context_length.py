@@ -4,9 +4,12 @@ OpenAI's and vLLM's words. The vllm backend's engine checks are in ``test_vllm.p
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from josh.llm import ContextLengthError, LLMError, Sampling
+from josh.llm.factory import check_buildable, llm_config
 from josh.llm.health import FailurePolicy, failing_backend
 from josh.llm.openai import OpenAILLM
 from josh.types import user
@@ -110,3 +113,65 @@ async def test_the_hf_backend_refuses_prompts_over_its_context_or_limit_with_the
     assert short.completion_tokens >= 1
     assert (llm.usage.calls, llm.usage.errors, llm.usage.overflows) == (1, 0, 1)
     assert (limited.usage.errors, limited.usage.overflows) == (0, 1)
+
+
+@pytest.fixture(scope="module")
+def short_context_folder(tmp_path_factory):
+    """A model folder (config and tokenizer, no weights) with SmolLM2's tokenizer and chat template and a 300-token
+    context: what the openai backend reads to count, without loading a model."""
+    from transformers import AutoTokenizer, LlamaConfig
+
+    from josh.llm.models import resolve_model
+
+    folder = tmp_path_factory.mktemp("short-context")
+    AutoTokenizer.from_pretrained(resolve_model("smollm2")).save_pretrained(folder)
+    LlamaConfig(max_position_embeddings=300).save_pretrained(folder)
+    return folder
+
+
+async def test_the_openai_backend_counts_a_served_folders_prompts_and_refuses_the_long_ones_unsent(
+    short_context_folder,
+):
+    """The model name is a local folder (as ``josh serve`` names it): a prompt over its context less ``max_tokens``,
+    or over ``max_prompt_tokens``, is refused before it is sent, counted as the hf backend counts it; a short prompt
+    is sent; the server is never asked to answer an over-long one."""
+    server = FaultServer(api_key=KEY, rate=0.0)
+    llm = OpenAILLM(str(short_context_folder), base_url=server.url, api_key=KEY, **FAST)
+    limited = OpenAILLM(str(short_context_folder), base_url=server.url, api_key=KEY, max_prompt_tokens=60, **FAST)
+    tools = [{"type": "function", "function": {"name": "find", "parameters": {"type": "object", "properties": {}}}}]
+    sampling = Sampling(max_new_tokens=40)
+    try:
+        [answer] = await llm.chat([user("hi")], tools=tools, sampling=sampling)
+        with pytest.raises(ContextLengthError, match=r"over the limit of 260 .*context 300 minus max_new_tokens 40"):
+            await llm.chat([user("word " * 300)], sampling=sampling)
+        with pytest.raises(ContextLengthError, match=r"tokens, over the limit of 60 \(max_prompt_tokens=60"):
+            await limited.chat([user("hi")], tools=tools, sampling=sampling)  # the tools count
+        [short] = await limited.chat([user("hi")], sampling=sampling)
+        asked = [user("word " * (300 if k % 2 else 1)) for k in range(8)]  # at once: counted one at a time
+        together = await asyncio.gather(*(llm.chat([m], sampling=sampling) for m in asked), return_exceptions=True)
+    finally:
+        await llm.aclose()
+        await limited.aclose()
+        server.close()
+    assert answer.text == short.text == "How else can I help?"
+    assert [isinstance(r, ContextLengthError) for r in together] == [False, True] * 4
+    assert server.log == ["ok"] * 6
+    assert (llm.usage.calls, llm.usage.errors, llm.usage.overflows) == (5, 0, 5)
+    assert (limited.usage.calls, limited.usage.errors, limited.usage.overflows) == (1, 0, 1)
+    hf = tiny_hf(4096)  # the same tokenizer and template: the hf backend's own count of the prompt
+    try:
+        [counted] = await hf.chat([user("hi")], tools=tools, sampling=Sampling(temperature=0.0, max_new_tokens=1))
+    finally:
+        hf.close()
+    assert llm.counter.check([user("hi")], tools, 0) == counted.prompt_tokens > 60
+
+
+def test_the_openai_backend_counts_only_for_a_local_model_folder(tmp_path):
+    """A hub name or a served name keeps the server's own check; ``max_prompt_tokens`` needs a folder to count with,
+    and says so rather than going unchecked."""
+    assert OpenAILLM("gpt-4o-mini", api_key=KEY).counter is None
+    assert OpenAILLM(str(tmp_path), base_url="http://127.0.0.1:9/v1").counter is None  # no config, no tokenizer
+    with pytest.raises(ValueError, match="max_prompt_tokens needs the openai backend's --model to be a local model"):
+        OpenAILLM("gpt-4o-mini", api_key=KEY, max_prompt_tokens=1000)
+    with pytest.raises(ValueError, match="'served-name' is not one"):  # before a run starts (--plan included)
+        check_buildable(llm_config("openai", "served-name", base_url="http://127.0.0.1:9/v1", max_prompt_tokens=1000))

@@ -42,7 +42,12 @@ def train_adapter(folder: Path, food: str) -> Path:
     from josh.training.runner import train
 
     data = write_jsonl(folder / "sft.jsonl", [{"messages": tool_conversation(food), "tools": [FIND_TOOL]}])
-    settings = ["max_length=512", "optim.max_steps=6", "optim.learning_rate=5e-3", "optim.per_device_batch_size=1"]
+    settings = [
+        "max_length=512",
+        "optim.max_steps=6",
+        "optim.learning_rate=5e-3",
+        "optim.per_device_train_batch_size=1",
+    ]
     settings += ["optim.gradient_checkpointing=false", f"data={data}", f"output_dir={folder}", f"run_name={food}"]
     return train(load_recipe(ROOT / "recipes" / "tiny-sft.yaml", settings), progress=False)
 

@@ -100,7 +100,9 @@ def test_warm_start_epochs_train_the_start_and_its_retrain_only(tmp_path: Path) 
     changes = {"kto": None, "train_seeds": 2, "warm_start": {"tasks": 6, "epochs": 8}, "controls": {"retrain": True}}
     Loop(recipe(tmp_path, **changes), trainer=trainer, builder=builder, progress=False).run()
     run_dir = tmp_path / "scripted"
-    epochs = {Path(folder).relative_to(run_dir).as_posix(): r.optim.epochs for folder, r in trainer.recipes.items()}
+    epochs = {
+        Path(folder).relative_to(run_dir).as_posix(): r.optim.num_train_epochs for folder, r in trainer.recipes.items()
+    }
     assert epochs == {
         "round-0/warmstart/train": 8,
         "round-0/warmstart/train-seed1": 8,

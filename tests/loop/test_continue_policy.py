@@ -72,6 +72,10 @@ def test_the_kto_warm_start_searches_and_both_arms_continue_it_beside_step_match
     for label in (WARM_KTO, "round 1 JOSH-SFT", "round 1 JOSH-KTO", "round 1 control-more KTO"):
         assert len(report.model(label).seed_rewards) == 2, label
 
+    stages = {s.folder: s for s in report.stages}
+    assert stages["round-1/rollouts"].complete and stages["round-1/rollouts"].wall_s is not None
+    assert len(stages["round-1/control-more-kto/eval-seed1"].load_end or []) == 3
+    assert "| round 1 train control-more KTO | round-1/control-more-kto/train |" in (run_dir / "report.md").read_text()
     calls = len(trainer.calls)
     Loop(paper_round(tmp_path), trainer=trainer, builder=builder, merger=merger, progress=False).run()
     assert len(trainer.calls) == calls  # a rerun finds every stage done

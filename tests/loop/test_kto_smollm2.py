@@ -36,8 +36,8 @@ def test_kto_trains_on_the_merged_sft_policy(tmp_path: Path) -> None:
         [
             f"output_dir={tmp_path}", "kto_from=sft", "warm_start.tasks=2", "warm_start.max_turns=1",
             "eval.limit=1", "eval.max_turns=1", "eval.sampling.max_new_tokens=16", "sft.optim.max_steps=1",
-            "sft.optim.per_device_batch_size=1", "sft.max_length=768", "kto.method=kto", "kto.max_length=768",
-            "kto.model.dtype=float32", "kto.optim.max_steps=1", "kto.optim.per_device_batch_size=2", "kto.lora.target_modules=[q_proj, v_proj]",
+            "sft.optim.per_device_train_batch_size=1", "sft.max_length=768", "kto.method=kto", "kto.max_length=768",
+            "kto.model.dtype=float32", "kto.optim.max_steps=1", "kto.optim.per_device_train_batch_size=2", "kto.lora.target_modules=[q_proj, v_proj]",
         ],
     )  # fmt: skip
     loop = Loop(recipe, progress=False)

@@ -49,7 +49,12 @@ def test_a_launch_config_that_is_not_there_stops_the_loop_before_any_work(tmp_pa
 def test_a_round_trains_in_two_launched_processes_and_resumes(tiny_smollm2: Path, tmp_path: Path) -> None:
     """The arm trains the small model of SmolLM2's architecture (``tiny_smollm2``): the launch is what is tested."""
     arm = {"model": {"name": str(tiny_smollm2), "dtype": "float32"}, "max_length": 2048, "report_to": []}
-    arm["optim"] = {"max_steps": 2, "per_device_batch_size": 1, "gradient_checkpointing": True, "logging_steps": 1}
+    arm["optim"] = {
+        "max_steps": 2,
+        "per_device_train_batch_size": 1,
+        "gradient_checkpointing": True,
+        "logging_steps": 1,
+    }
     changes = {"warm_start": None, "kto": None, "sft": arm, "launch": {"config": str(CPU_DDP), "processes": 2}}
     options = {"examples": 0, "tool_listing": "none"}  # rows of 1.6k-1.9k tokens, tools included
     changes["setup"] = {"agent": "act", "backend": "scripted", "model": str(tiny_smollm2), "agent_options": options}

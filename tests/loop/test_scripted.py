@@ -171,7 +171,9 @@ def test_loop_recipe_files_load_and_unknown_keys_are_named(tmp_path: Path) -> No
     assert science.eval.limit == 50 and science.extract.trim_at_failure and demo.extract.trim_at_failure
     assert paper.rollout.search.max_beam == 8 and paper.rollout.search.branching == 2
     few = load_loop_recipe(root / "science-6demos-cpu.yaml")
-    assert few.warm_start.tasks == 6 and few.warm_sft.optim.epochs == 8 and few.sft.optim.epochs == 2
+    assert (
+        few.warm_start.tasks == 6 and few.warm_sft.optim.num_train_epochs == 8 and few.sft.optim.num_train_epochs == 2
+    )
     same = few.model_copy(update={"name": science.name, "seeds": science.seeds, "warm_start": science.warm_start})
     assert same == science  # the 6-demonstration recipe differs from science-cpu in its warm start only
     longer = load_loop_recipe(root / "science-6demos-minsteps-cpu.yaml")

@@ -32,7 +32,7 @@ TINY_SEARCH = [
     "eval.sampling.max_new_tokens=12",
     "setup.agent_options.max_generations=2",
     "sft.optim.max_steps=1",
-    "sft.optim.per_device_batch_size=1",
+    "sft.optim.per_device_train_batch_size=1",
 ]
 
 

@@ -66,8 +66,8 @@ def test_a_dry_context_runs_nothing_and_stops_at_the_first_unfinished_stage(tmp_
 
 
 def test_a_run_recorded_before_a_settings_key_existed_still_counts_as_done(tmp_path: Path) -> None:
-    """A train stage recorded by an earlier josh (no tree/grpo sections, no grpo.user_options, no optim.min_steps)
-    is the same stage."""
+    """A train stage recorded by an earlier josh (no tree/grpo sections, no grpo.user_options, no optim.min_steps,
+    josh's own names for the optim keys TRL names otherwise, no trl mappings) is the same stage."""
     from josh.loop.stages import TrainStage
     from josh.loop.stages.manifest import run_stage
 
@@ -81,8 +81,14 @@ def test_a_run_recorded_before_a_settings_key_existed_still_counts_as_done(tmp_p
     ]
     (before_sections,) = oldest
     now = stage.settings()["train"]
-    optim = {k: v for k, v in now["optim"].items() if k != "min_steps"}
-    assert {**{k: v for k, v in now.items() if k not in ("tree", "grpo")}, "optim": optim} == before_sections["train"]
+    names = {"num_train_epochs": "epochs", "per_device_train_batch_size": "per_device_batch_size"}
+    names |= {"warmup_steps": "warmup", "lr_scheduler_type": "lr_scheduler", "use_liger_kernel": "liger_kernel"}
+    optim = {names.get(k, k): v for k, v in now["optim"].items() if k != "min_steps"}
+    sections = {m: {k: v for k, v in now[m].items() if k != "trl"} for m in ("sft", "kto", "dpo")}
+    assert {**{k: v for k, v in now.items() if k not in ("tree", "grpo")}, "optim": optim, **sections} == (
+        before_sections["train"]
+    )
+    assert optim["epochs"] == ctx.recipe.sft.optim.num_train_epochs
     work = lambda: stage.metrics.write_text("{}")  # noqa: E731
     assert run_stage("train", stage.folder, before_sections, stage.inputs(), work, log=lambda _: None)
     ctx.execute(stage)

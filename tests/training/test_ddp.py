@@ -27,7 +27,7 @@ def four_rows(tmp_path) -> Path:
 def test_two_cpu_processes_train_one_adapter_with_averaged_gradients(tmp_path, four_rows):
     launcher = ["--config_file", "training/cpu_ddp.yaml", "--num_processes", "2"]
     launcher += ["--main_process_port", str(free_port())]
-    done = launch(launcher, four_rows, tmp_path / "ddp", *SETTINGS, "optim.per_device_batch_size=1")
+    done = launch(launcher, four_rows, tmp_path / "ddp", *SETTINGS, "optim.per_device_train_batch_size=1")
     metrics = finished_run(done, tmp_path / "ddp", steps=2)
     # 2 steps x 2 processes x 1 row = all 4 rows: one process alone would have seen half of them
     assert metrics["trainer_metrics"]["epoch"] == 1.0

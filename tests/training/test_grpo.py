@@ -49,7 +49,7 @@ def test_tiny_grpo_lowers_its_loss_on_its_rollouts_and_saves_a_loadable_adapter(
     real = grpo.tasks_of
     monkeypatch.setattr(grpo, "tasks_of", lambda recipe: (ShortReplies(real(recipe)[0]), real(recipe)[1]))
     settings = [
-        f"output_dir={tmp_path}", "optim.max_steps=2", "optim.per_device_batch_size=2", "optim.learning_rate=5e-3",
+        f"output_dir={tmp_path}", "optim.max_steps=2", "optim.per_device_train_batch_size=2", "optim.learning_rate=5e-3",
         "grpo.limit=1", "grpo.num_iterations=2", "grpo.max_turns=1", "grpo.max_new_tokens=12",
         "grpo.agent_options={examples: 0, max_generations: 1, tool_listing: none}",
     ]  # fmt: skip
@@ -72,7 +72,7 @@ def test_grpo_stops_at_its_llm_call_budget(tiny_smollm2: Path, tmp_path: Path) -
     from josh.training.runner import train
 
     settings = [
-        f"output_dir={tmp_path}", f"model.name={tiny_smollm2}", "optim.per_device_batch_size=2", "grpo.limit=2", "grpo.max_turns=1",
+        f"output_dir={tmp_path}", f"model.name={tiny_smollm2}", "optim.per_device_train_batch_size=2", "grpo.limit=2", "grpo.max_turns=1",
         "grpo.max_new_tokens=8", "grpo.agent_options={examples: 0, max_generations: 1}", "grpo.max_llm_calls=1",
     ]  # fmt: skip
     run_dir = train(load_recipe(ROOT / "recipes/tiny-grpo.yaml", settings), progress=False)

@@ -60,7 +60,7 @@ class GoalCaller:
 
 def rollout_for(*extra: str, max_length: int = 2048) -> ConversationRollout:
     settings = ["method=grpo", f"max_length={max_length}", "grpo.num_generations=2", "grpo.max_turns=2"]
-    settings += ["grpo.limit=2", "grpo.agent_options={examples: 0}", "optim.per_device_batch_size=2", *extra]
+    settings += ["grpo.limit=2", "grpo.agent_options={examples: 0}", "optim.per_device_train_batch_size=2", *extra]
     return ConversationRollout(build_recipe({}, settings), WordTokenizer())
 
 
@@ -157,8 +157,8 @@ def test_a_rule_based_user_ignores_the_recipes_user_llm(monkeypatch: pytest.Monk
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        (["optim.per_device_batch_size=3"], "multiple of it"),
-        (["grpo.limit=1", "optim.per_device_batch_size=4"], "needs 2 tasks"),
+        (["optim.per_device_train_batch_size=3"], "multiple of it"),
+        (["grpo.limit=1", "optim.per_device_train_batch_size=4"], "needs 2 tasks"),
         (["grpo.agent=oracle"], "scripted"),
         (["grpo.user=goal"], "needs an LLM"),
         (["grpo.task_ids=[nope]"], "nope not in the train split"),
@@ -167,7 +167,9 @@ def test_a_rule_based_user_ignores_the_recipes_user_llm(monkeypatch: pytest.Monk
 )
 def test_bad_grpo_recipes_are_refused_before_a_model_loads(settings: list[str], message: str) -> None:
     with pytest.raises(RecipeError, match=message):  # the options when the recipe is read, the rest before loading
-        recipe = build_recipe({}, ["method=grpo", "grpo.num_generations=2", "optim.per_device_batch_size=2", *settings])
+        recipe = build_recipe(
+            {}, ["method=grpo", "grpo.num_generations=2", "optim.per_device_train_batch_size=2", *settings]
+        )
         prepare_tasks(recipe)  # every check comes before the tokenizer loads
 
 

@@ -73,7 +73,7 @@ def test_grpo_rolls_out_with_the_colocated_vllm_engine_and_syncs_the_policy_into
     monkeypatch.setattr(BatchedEngine, "_run", counted_batch)
     # a large step, so the LoRA update shows in the merged weights in any dtype the engine may compute in
     settings = [
-        f"output_dir={tmp_path}", "max_length=1024", "optim.max_steps=2", "optim.per_device_batch_size=2",
+        f"output_dir={tmp_path}", "max_length=1024", "optim.max_steps=2", "optim.per_device_train_batch_size=2",
         "optim.learning_rate=5e-2", "grpo.limit=1", "grpo.max_turns=1", "grpo.max_new_tokens=12",
         "grpo.agent_options={examples: 0, max_generations: 1}", "grpo.generation=vllm",
     ]  # fmt: skip

@@ -178,9 +178,9 @@ def test_a_plain_trl_trainer_after_a_josh_run_sees_trl_as_shipped(tiny_smollm2, 
 def test_liger_switch_reaches_the_trainer_and_fails_clearly_without_a_gpu(tmp_path, monkeypatch):
     import torch
 
-    recipe = load_recipe(ROOT / "recipes/tiny-sft.yaml", ["optim.liger_kernel=true"])
+    recipe = load_recipe(ROOT / "recipes/tiny-sft.yaml", ["optim.use_liger_kernel=true"])
     assert base_arguments(recipe, tmp_path)["use_liger_kernel"] is True
-    assert load_recipe(ROOT / "recipes/tiny-sft.yaml").optim.liger_kernel is False
+    assert load_recipe(ROOT / "recipes/tiny-sft.yaml").optim.use_liger_kernel is False
     check_liger_kernel(False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(RecipeError, match="needs a CUDA GPU"):
@@ -207,8 +207,8 @@ def test_cli_liger_switch_on_cpu_is_one_red_line(tmp_path, monkeypatch):
         "--data",
         str(tmp_path / "sft.jsonl"),
         "--set",
-        "optim.liger_kernel=true",
+        "optim.use_liger_kernel=true",
     ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
-    assert "error: optim.liger_kernel needs a CUDA GPU" in result.output and "Traceback" not in result.output
+    assert "error: optim.use_liger_kernel needs a CUDA GPU" in result.output and "Traceback" not in result.output

@@ -40,10 +40,15 @@ def test_top_level_typo_is_reported():
 def test_set_coerces_types_through_pydantic():
     recipe = build_recipe(
         {},
-        ["optim.learning_rate=1e-4", "optim.epochs=3", "lora.target_modules=[q_proj, v_proj]", "optim.bf16=true"],
+        [
+            "optim.learning_rate=1e-4",
+            "optim.num_train_epochs=3",
+            "lora.target_modules=[q_proj, v_proj]",
+            "optim.bf16=true",
+        ],
     )
     assert recipe.optim.learning_rate == pytest.approx(1e-4)
-    assert recipe.optim.epochs == 3.0 and isinstance(recipe.optim.epochs, float)
+    assert recipe.optim.num_train_epochs == 3.0 and isinstance(recipe.optim.num_train_epochs, float)
     assert recipe.lora.target_modules == ["q_proj", "v_proj"]
     assert recipe.optim.bf16 is True
 
@@ -51,7 +56,7 @@ def test_set_coerces_types_through_pydantic():
 @pytest.mark.parametrize(
     ("override", "needle"),
     [
-        ("optim.per_device_batch_size=abc", "optim.per_device_batch_size"),
+        ("optim.per_device_train_batch_size=abc", "optim.per_device_train_batch_size"),
         ("lora.rank=8", "did you mean 'lora.r'"),
         ("no_equals_sign", "expected key=value"),
         ("seed.value=1", "seed: Input should be a valid integer"),
@@ -77,7 +82,11 @@ def test_4bit_needs_lora():
 def test_min_steps_raises_short_runs_only(rows, batch, accumulate, epochs, min_steps):
     from josh.training.config import optimizer_steps, with_min_steps
 
-    optim = {"per_device_batch_size": batch, "gradient_accumulation_steps": accumulate, "epochs": epochs}
+    optim = {
+        "per_device_train_batch_size": batch,
+        "gradient_accumulation_steps": accumulate,
+        "num_train_epochs": epochs,
+    }
     recipe = build_recipe({"optim": {**optim, "min_steps": min_steps}})
     steps = optimizer_steps(recipe, rows)
     assert steps >= 1 and steps == optimizer_steps(build_recipe({"optim": optim}), rows)
@@ -91,7 +100,9 @@ def test_min_steps_raises_short_runs_only(rows, batch, accumulate, epochs, min_s
 def test_min_steps_counts_like_the_trainer():
     from josh.training.config import optimizer_steps
 
-    recipe = build_recipe({"optim": {"epochs": 2, "per_device_batch_size": 2, "gradient_accumulation_steps": 1}})
+    recipe = build_recipe(
+        {"optim": {"num_train_epochs": 2, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1}}
+    )
     assert [optimizer_steps(recipe, n) for n in (6, 7, 1)] == [6, 8, 2]
     assert optimizer_steps(recipe, 8, processes=2) == 4
 
@@ -120,16 +131,16 @@ def test_shipped_recipes_are_valid(path):
 def test_paper_recipes_carry_the_paper_settings():
     sft = load_recipe(ROOT / "recipes/llama3-8b-josh-sft.yaml")
     kto = load_recipe(ROOT / "recipes/llama3-8b-josh-kto.yaml")
-    assert (sft.optim.epochs, sft.optim.learning_rate) == (3, 2e-5)
-    assert (kto.optim.epochs, kto.optim.learning_rate, kto.kto.beta) == (1, 5e-7, 0.1)
+    assert (sft.optim.num_train_epochs, sft.optim.learning_rate) == (3, 2e-5)
+    assert (kto.optim.num_train_epochs, kto.optim.learning_rate, kto.kto.beta) == (1, 5e-7, 0.1)
     paper = load_recipe(ROOT / "recipes/toolwoz-paper-kto-8b.yaml")  # finetune/kto_ft.py on the imported rows
-    assert (paper.optim.epochs, paper.optim.learning_rate, paper.kto.beta) == (1, 5e-7, 0.1)
+    assert (paper.optim.num_train_epochs, paper.optim.learning_rate, paper.kto.beta) == (1, 5e-7, 0.1)
     assert (paper.kto.desirable_weight, paper.kto.undesirable_weight, paper.max_length) == (1.0, 2.71, 5256)
-    assert (paper.optim.warmup, paper.optim.lr_scheduler, paper.optim.optim) == (0.1, "cosine", "adamw_8bit")
+    assert (paper.optim.warmup_steps, paper.optim.lr_scheduler_type, paper.optim.optim) == (0.1, "cosine", "adamw_8bit")
     for recipe in (sft, kto, paper):
         assert (recipe.lora.r, recipe.lora.alpha, recipe.lora.dropout) == (64, 64, 0.05)
         assert recipe.quantization.load_in_4bit and recipe.quantization.quant_type == "nf4"
-        effective = recipe.optim.per_device_batch_size * recipe.optim.gradient_accumulation_steps
+        effective = recipe.optim.per_device_train_batch_size * recipe.optim.gradient_accumulation_steps
         assert effective == 16
 
 
@@ -141,8 +152,8 @@ def test_balanced_kto_weights_equalise_both_sides():
 
 
 def test_kto_rejects_batch_of_one():
-    with pytest.raises(RecipeError, match="per_device_batch_size >= 2"):
-        validate(build_recipe({"optim": {"per_device_batch_size": 1}}), [{}] * 4)
+    with pytest.raises(RecipeError, match="per_device_train_batch_size >= 2"):
+        validate(build_recipe({"optim": {"per_device_train_batch_size": 1}}), [{}] * 4)
 
 
 def test_dataset_errors(tmp_path):
@@ -200,7 +211,7 @@ def test_cli_reports_input_errors_before_training(tmp_path):
     typo = tmp_path / "typo.yaml"
     typo.write_text(yaml.safe_dump({"method": "sft", "optim": {"epoch": 1}}))
     result = runner.invoke(app, ["train", "sft", "--recipe", str(typo), "--data", "x.jsonl"])
-    assert result.exit_code == 2 and "optim.epochs" in result.output
+    assert result.exit_code == 2 and "optim.num_train_epochs" in result.output
     only_bad = write_jsonl(tmp_path / "bad.jsonl", [r for r in kto_rows(4) if not r["label"]])
     args = ["train", "kto", "--recipe", str(ROOT / "recipes/tiny-kto.yaml"), "--data", str(only_bad)]
     result = runner.invoke(app, args)

@@ -109,7 +109,9 @@ def test_sft_continues_a_trained_adapter(tmp_path):
 
     data = write_jsonl(tmp_path / "sft.jsonl", [{"messages": react_conversation("chinese")}] * 2)
     first = train(
-        recipe_for("tiny-sft", tmp_path, data, "optim.epochs=1", "optim.min_steps=2", "optim.learning_rate=2e-3")
+        recipe_for(
+            "tiny-sft", tmp_path, data, "optim.num_train_epochs=1", "optim.min_steps=2", "optim.learning_rate=2e-3"
+        )
     )
     assert json.loads((first / "metrics.json").read_text())["global_step"] == 2, "1 epoch of 2 rows is 1 step"
     assert "max_steps: 2" in (first / "recipe.yaml").read_text()

@@ -90,7 +90,9 @@ def test_sft_on_two_cpu_processes_learns_what_one_process_learns(
     rows, single = one_process
     run = tmp_path / "sharded"
     base = f"model.name={tiny_smollm2}"
-    done = launch(sharding.launcher(*sharding.sft_launch), rows, run, *SETTINGS, base, "optim.per_device_batch_size=1")
+    done = launch(
+        sharding.launcher(*sharding.sft_launch), rows, run, *SETTINGS, base, "optim.per_device_train_batch_size=1"
+    )
     metrics = finished_run(done, run, steps=2)
     assert BUILT_OP not in done.stdout + done.stderr
     assert metrics["trainer_metrics"]["epoch"] == 1.0, "2 steps x 2 processes x 1 row: every row once"

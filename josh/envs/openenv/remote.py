@@ -12,8 +12,8 @@ records), those are the tasks, each started by its id; without one, a task is an
 goals, else by the sum of the rewards its steps got; the search scores goal-less tasks by that reward
 (``outcome_reward``). The state keeps the branch's actions and their answers;
 ``sessions.py`` says how a branch is rebuilt on the server and what that costs. Every server call is blocking I/O
-(``*_async`` run it on a worker thread, so conversations overlap). A URL that does not answer is one line
-(``ValueError``) before any work.
+(``blocking``, and ``user_says_async``, run it on a worker thread, so conversations overlap). A URL that does not
+answer is one line (``ValueError``) before any work.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ class RemoteState(ConversationState):
     __slots__ = ("remote", "actions", "answers", "final")
     shared_fields: ClassVar[tuple[str, ...]] = ("task", "remote")
     branch_fields: ClassVar[tuple[str, ...]] = ConversationState.branch_fields + ("actions", "answers", "final")
+    holds_user: ClassVar[bool] = True  # the run asks user_says_async, not the --user simulator
 
     def __init__(self, task: Task, remote: RemoteEnv) -> None:
         super().__init__(task)
@@ -103,6 +104,7 @@ class RemoteEnv(EnvBase):
     ``episodes`` or ``seeds``: the tasks of a server without a task list."""
 
     outcome_reward = True  # a task without goals (an episode by seed) is searched by the server's reward
+    blocking = True  # every call is a server request: josh.core.env.call_tool runs it on a worker thread
 
     def __init__(self, url: str, sessions: int = 8, episodes: int = EPISODES, seeds: list[int] | None = None) -> None:
         self.url = url.removeprefix(PREFIX).rstrip("/")
@@ -165,6 +167,8 @@ class RemoteEnv(EnvBase):
         return RemoteState(task, self)
 
     def call(self, state: ConversationState, call: ToolCall) -> ToolResult:
+        """The call's action on the server. It overrides ``call``, not ``step``: the server credits goals on the
+        user's messages too (``RemoteState._note``), so the goals a call completed are those the state gained."""
         assert isinstance(state, RemoteState)
         before = set(state.completed)
         try:
@@ -179,10 +183,6 @@ class RemoteEnv(EnvBase):
             )  # fmt: skip
         state.log.append(CallRecord(call.name, call.arguments, result.content, result.error, result.completed_goals))
         return result
-
-    async def call_async(self, state: ConversationState, call: ToolCall) -> ToolResult:
-        """``call`` on a worker thread (the event loop goes on with other conversations)."""
-        return await asyncio.to_thread(self.call, state, call)
 
     def reward(self, state: ConversationState, messages: list[Message]) -> float:
         """The server's reward at ``done``; for a conversation that ended first, the goal share where the task has

@@ -28,7 +28,7 @@ from josh.envs.tau2.package import Tau2Error, check_domain, require_tau2
 from josh.envs.tau2.state import Tau2State
 from josh.envs.tau2.tasks import SPLITS, env_name, load_tau2_tasks, to_task
 from josh.envs.tau2.trajectory import evaluate, to_trajectory
-from josh.types import CallRecord, ErrorCategory, Message, Task, ToolCall, ToolResult
+from josh.types import ErrorCategory, Message, Task, ToolCall, ToolResult
 
 TRANSFER = "transfer_to_human_agents"
 TERMINATED = "Error: the conversation was already transferred to a human agent"
@@ -121,34 +121,24 @@ class Tau2Env(EnvBase):
             return ErrorCategory.MALFORMED
         return None
 
-    def call(self, state: Any, call: ToolCall) -> ToolResult:
-        """Run one tool call through τ²'s environment on ``state``; bad calls come back as categorised errors."""
+    def step(self, state: Any, call: ToolCall) -> ToolResult:
+        """Run one tool call through τ²'s environment on ``state``; bad calls come back as categorised errors. The
+        goals a call completes guide the search; the reward is τ²'s own evaluation at the end (``score``)."""
         if not isinstance(state, Tau2State):
             raise TypeError(f"Tau2Env.call needs a Tau2State from reset, got {type(state).__name__}")
-        if state.terminated or not isinstance(call.arguments, dict):
-            content, error = (
-                (TERMINATED, ErrorCategory.TOOL_ERROR)
-                if state.terminated
-                else (f"Error: the arguments of {call.name} must be a JSON object", ErrorCategory.MALFORMED)
-            )
-            state.log.append(CallRecord(name=call.name, arguments=call.arguments, content=content, error=error))
-            return ToolResult(content=content, error=error)
+        if state.terminated:
+            return ToolResult(content=TERMINATED, error=ErrorCategory.TOOL_ERROR)
+        if not isinstance(call.arguments, dict):
+            return ToolResult(f"Error: the arguments of {call.name} must be a JSON object", ErrorCategory.MALFORMED)
         category = self.category(call)
         writes = category is None and call.name in self.write_tools
         tau2_call = Tau2Call(id=call.id, name=call.name, arguments=dict(call.arguments), requestor="assistant")
         response = state.respond(tau2_call, changes=writes)
         state.calls.append((call.id, tau2_call, response))
         error = category or (ErrorCategory.TOOL_ERROR if response.error else None)
-        completed = self._complete_goal(state, tau2_call) if writes else ()
+        completed = self._goal_met(state, tau2_call) if writes else ()
         terminal = call.name == TRANSFER and error is None
-        state.terminated = state.terminated or terminal
-        content = response.content or ""
-        state.log.append(
-            CallRecord(
-                name=call.name, arguments=call.arguments, content=content, error=error, completed_goals=completed
-            )
-        )
-        return ToolResult(content=content, error=error, completed_goals=completed, terminal=terminal)
+        return ToolResult(content=response.content or "", error=error, completed_goals=completed, terminal=terminal)
 
     def user_call(self, state: Tau2State, call: ToolCall) -> ToolResult:
         """Run a call of the user's device tools (telecom) as the user (τ² requestor ``user``); an agent tool or an
@@ -163,7 +153,7 @@ class Tau2Env(EnvBase):
         error = category or (ErrorCategory.TOOL_ERROR if response.error else None)
         return ToolResult(content=response.content or "", error=error)
 
-    def _complete_goal(self, state: Tau2State, call: Any) -> tuple[int, ...]:
+    def _goal_met(self, state: Tau2State, call: Any) -> tuple[int, ...]:
         """The first not-yet-completed gold write that τ²'s action check matches with ``call``, if any."""
         actions = [
             a for a in self.tau2_task(state.task).evaluation_criteria.actions or [] if a.requestor == "assistant"
@@ -171,7 +161,6 @@ class Tau2Env(EnvBase):
         writes = [a for a in actions if a.name in self.write_tools]
         for index in state.remaining:
             if writes[index].compare_with_tool_call(call):
-                state.completed.add(index)
                 return (index,)
         return ()
 

@@ -24,7 +24,7 @@ from josh.envs.taubench.reward import OutcomeReward, outputs_found
 from josh.envs.taubench.state import OverlayState, canonical
 from josh.envs.taubench.tasks import details_of
 from josh.envs.taubench.tools import Tool
-from josh.types import CallRecord, ErrorCategory, Message, Task, ToolCall, ToolResult
+from josh.types import ErrorCategory, Message, Task, ToolCall, ToolResult
 
 
 def default_data_dir(name: str) -> Path:
@@ -82,7 +82,7 @@ class TauBenchEnv(EnvBase, ABC):
             raise ValueError(f"task {task.id} belongs to env {task.env!r}, not {self.name!r}")
         return self.state_type(task, self.db)
 
-    def call(self, state: Any, call: ToolCall) -> ToolResult:
+    def step(self, state: Any, call: ToolCall) -> ToolResult:
         """Run one tool call on ``state``; bad calls come back as error results and change nothing."""
         if not isinstance(state, self.state_type):
             kind = self.state_type.__name__
@@ -90,15 +90,8 @@ class TauBenchEnv(EnvBase, ABC):
         live = not state.terminated
         content, error = self._execute(state, call)
         tool = self.registry.get(call.name)
-        completed = self._complete_goal(state, call) if live and tool is not None and tool.writes else ()
+        completed = self._goal_met(state, call) if live and tool is not None and tool.writes else ()
         terminal = tool is not None and tool.terminal and error is None
-        if terminal:
-            state.terminated = True
-        state.log.append(
-            CallRecord(
-                name=call.name, arguments=call.arguments, content=content, error=error, completed_goals=completed
-            )
-        )
         return ToolResult(content=content, error=error, completed_goals=completed, terminal=terminal)
 
     def _execute(self, state: Any, call: ToolCall) -> tuple[str, ErrorCategory | None]:
@@ -119,12 +112,11 @@ class TauBenchEnv(EnvBase, ABC):
         return content, ErrorCategory.TOOL_ERROR if content.startswith("Error:") else None
 
     @staticmethod
-    def _complete_goal(state: ConversationState, call: ToolCall) -> tuple[int, ...]:
+    def _goal_met(state: ConversationState, call: ToolCall) -> tuple[int, ...]:
         """The first not-yet-completed goal equal to this call (same name and arguments), if any."""
         for index in state.remaining:
             goal = state.task.goals[index]
             if goal.name == call.name and goal.parameters == call.arguments:
-                state.completed.add(index)
                 return (index,)
         return ()
 

@@ -17,7 +17,6 @@ import json
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from josh.envs.toolwoz.policy import POLICY
 from josh.envs.toolwoz.schema import Rejection, openai_tools, validate
 from josh.envs.toolwoz.serving import FAILED_BOOKING, serve_booking, serve_search
 from josh.envs.toolwoz.task import BOOK_SLOTS, derive_expected_failures, details_of
-from josh.types import CallRecord, ErrorCategory, Goal, Message, Task, ToolCall, ToolResult
+from josh.types import ErrorCategory, Goal, Message, Task, ToolCall, ToolResult
 
 logger = logging.getLogger(__name__)
 
@@ -43,17 +42,6 @@ SYSTEM_PROMPT = (
     "reference number of every successful booking."
 )
 _PLAN_CACHE_SIZE = 4096
-
-
-def _record(name: Any, arguments: Any, result: ToolResult, completed: tuple[int, ...]) -> CallRecord:
-    """The log entry of one call; a name or arguments of an unexpected type are kept as their repr."""
-    return CallRecord(
-        name if isinstance(name, str) else repr(name),
-        arguments if isinstance(arguments, (dict, str)) else repr(arguments),
-        result.content,
-        result.error,
-        completed,
-    )
 
 
 class ToolWOZEnv(EnvBase):
@@ -115,24 +103,17 @@ class ToolWOZEnv(EnvBase):
             self._plans.popitem(last=False)
         return plan
 
-    def call(self, state: ConversationState, call: ToolCall) -> ToolResult:
-        """Run one tool call on ``state``: log it and mark the goals it completes. Never raises."""
+    def step(self, state: ConversationState, call: ToolCall) -> ToolResult:
+        """Run one tool call on ``state``: its answer and the goals it completes (``EnvBase.call`` logs it and marks
+        them). Never raises: a name or arguments of an unexpected type are a rejection, a crash a tool error."""
         name = getattr(call, "name", None)
-        arguments = getattr(call, "arguments", None)
         try:
-            result = self._run(state, name, arguments)
+            return self._run(state, name, getattr(call, "arguments", None))
         except Exception as exc:  # a bug or an unusable task must not end the rollout
             logger.exception("ToolWOZ call %r failed", name)
             message = f"The tool failed internally: {type(exc).__name__}: {exc}"
             content = json.dumps({"error": ErrorCategory.TOOL_ERROR.value, "message": message})
-            result = ToolResult(content=content, error=ErrorCategory.TOOL_ERROR)
-        new = result.completed_goals
-        if new and not state.completed.isdisjoint(new):
-            new = tuple(i for i in new if i not in state.completed)
-            result = replace(result, completed_goals=new)
-        state.completed.update(new)
-        state.log.append(_record(name, arguments, result, new))
-        return result
+            return ToolResult(content=content, error=ErrorCategory.TOOL_ERROR)
 
     def _run(self, state: ConversationState, name: Any, arguments: Any) -> ToolResult:
         checked = validate(name, arguments)

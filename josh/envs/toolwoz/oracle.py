@@ -193,8 +193,8 @@ class OracleAgent:
 
     async def turn(self, history: list[Message], state: ConversationState, *, n: int = 1) -> list[AgentTurn]:
         """``n`` turns of the same policy, each on its own fork of ``state``; on a worker thread where the
-        environment's calls block on I/O (``call_async``: an OpenEnv server), so other conversations go on."""
-        if hasattr(self.env, "call_async"):
+        environment's calls block on I/O (``blocking``: an OpenEnv server), so other conversations go on."""
+        if self.env.blocking:
             return [await asyncio.to_thread(self.play, history, state, sibling=k) for k in range(n)]
         return [self.play(history, state, sibling=k) for k in range(n)]
 

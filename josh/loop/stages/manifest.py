@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -40,6 +41,8 @@ class Manifest(BaseModel):
     started_at: float = 0.0
     finished_at: float | None = None
     wall_s: float | None = None
+    load_start: list[float] | None = Field(None, description="the machine's 1, 5 and 15-minute load averages at start")
+    load_end: list[float] | None = Field(None, description="the same when the stage finished")
 
 
 def file_digest(path: Path) -> str:
@@ -142,7 +145,9 @@ def run_stage(
         log(f"[stale] {name}: inputs or settings changed; the old output was moved to {moved}")
     resumed = old is not None and old.key in keys
     folder.mkdir(parents=True, exist_ok=True)
-    manifest = Manifest(stage=name, key=key, config=dict(config), inputs=digests, started_at=time.time())
+    manifest = Manifest(
+        stage=name, key=key, config=dict(config), inputs=digests, started_at=time.time(), load_start=_load()
+    )
     _write(folder, manifest)
     log(f"[{'resume' if resumed else 'run'}] {name} -> {folder}")
     start = time.perf_counter()
@@ -150,5 +155,14 @@ def run_stage(
     manifest.complete = True
     manifest.finished_at = time.time()
     manifest.wall_s = round(time.perf_counter() - start, 3)
+    manifest.load_end = _load()
     _write(folder, manifest)
     return True
+
+
+def _load() -> list[float] | None:
+    """The load averages, where the system has them: a stage's wall time means little without them."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None

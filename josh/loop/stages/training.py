@@ -13,6 +13,7 @@ from josh.loop.stages.manifest import Input
 from josh.training.data import DatasetError
 from josh.training.recipe import RecipeError, TrainRecipe
 from josh.training.runner import last_checkpoint, train
+from josh.training.trl_args import CONFIG_CLASSES as TRL_CONFIGS
 from josh.util.atomic import write_atomic
 from josh.util.layout import METRICS, TRAIN_DATA
 from josh.util.layout import TRAIN_ENDED as ENDED
@@ -57,20 +58,23 @@ class TrainStage(Stage):
         return config
 
     def earlier_settings(self) -> list[dict[str, Any]]:
-        """Recipes gained ``optim.min_steps``, ``grpo.user_options``, and before them the ``tree`` and ``grpo``
-        sections: a run recorded without them (at their defaults) is the same run."""
+        """Recipes took TRL's names for the ``optim`` keys and gained the ``trl:`` mappings, ``optim.min_steps``,
+        ``grpo.user_options``, and before them the ``tree`` and ``grpo`` sections: a run recorded with the earlier
+        names and without them (at their defaults) is the same run."""
         current = self.settings()
         train = current["train"]
-        if train["grpo"]["user_options"]:
+        if train["grpo"]["user_options"] or any(train[method]["trl"] for method in TRL_CONFIGS):
             return []
+        current = _before_trl_names(current)
+        train = current["train"]
         grpo = {k: v for k, v in train["grpo"].items() if k != "user_options"}
         forms = [current, {**current, "train": {**train, "grpo": grpo}}]
-        defaults = TrainRecipe().model_dump(mode="json")
+        defaults = _before_trl_names({"train": TrainRecipe().model_dump(mode="json")})["train"]
         if all(train[k] == defaults[k] for k in ("tree", "grpo")):
             forms.append({**current, "train": {k: v for k, v in train.items() if k not in ("tree", "grpo")}})
         if train["optim"]["min_steps"] == 0:
             forms += [_without_min_steps(form) for form in forms]
-        return forms[1:]
+        return forms
 
     def inputs(self) -> dict[str, Input]:
         inputs: dict[str, Input] = {f"data{i}": p for i, p in enumerate(self.sources)}
@@ -124,6 +128,24 @@ def _concat(sources: list[Path], target: Path, rng: random.Random | None = None)
     if rng is not None:
         rng.shuffle(lines)
     write_atomic(target, lines)
+
+
+BEFORE_TRL_NAMES = {
+    "num_train_epochs": "epochs",
+    "per_device_train_batch_size": "per_device_batch_size",
+    "warmup_steps": "warmup",
+    "lr_scheduler_type": "lr_scheduler",
+    "use_liger_kernel": "liger_kernel",
+}
+
+
+def _before_trl_names(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings as recorded before the ``optim`` keys took TRL's names and the sections their ``trl:`` mappings."""
+    train = dict(settings["train"])
+    train["optim"] = {BEFORE_TRL_NAMES.get(k, k): v for k, v in train["optim"].items()}
+    for method in TRL_CONFIGS:
+        train[method] = {k: v for k, v in train[method].items() if k != "trl"}
+    return {**settings, "train": train}
 
 
 def _without_min_steps(settings: dict[str, Any]) -> dict[str, Any]:

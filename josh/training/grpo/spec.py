@@ -8,9 +8,10 @@ from typing import Literal
 from pydantic import Field
 
 from josh.run.spec import AgentSpec, EnvSpec, UserSpec
+from josh.training.trl_args import TRLArguments
 
 
-class GRPOSpec(UserSpec, AgentSpec, EnvSpec):
+class GRPOSpec(UserSpec, AgentSpec, EnvSpec, TRLArguments):
     """Online GRPO: every step rolls out ``num_generations`` whole conversations per task with the policy being
     trained, scores each with the environment's reward and takes a GRPO step on the agent's tokens. The environment,
     agent and user are the run spec's parts (the agent's LLM is the policy; a user simulator never shares it)."""

@@ -25,7 +25,7 @@ from josh.core.llm import Sampling
 from josh.envs import build_env
 from josh.llm.health import stop_if_failing
 from josh.run.components import build_agent, build_llms, build_user, check_llms
-from josh.training.config import base_arguments
+from josh.training.config import base_arguments, with_trl
 from josh.training.data import to_dataset
 from josh.training.grpo.ledger import rollout_ledger
 from josh.training.grpo.rollout import (
@@ -68,11 +68,11 @@ def check_recipe(recipe: TrainRecipe, n_tasks: int) -> None:
     spec, opt = recipe.grpo, recipe.optim
     if n_tasks == 0:
         raise RecipeError(f"grpo: no {spec.split} tasks to train on (check grpo.split, skip, limit, task_ids)")
-    batch = opt.per_device_batch_size * opt.gradient_accumulation_steps
+    batch = opt.per_device_train_batch_size * opt.gradient_accumulation_steps
     if batch % spec.num_generations:
         raise RecipeError(
             f"GRPO rolls out groups of grpo.num_generations={spec.num_generations} conversations per task: "
-            f"optim.per_device_batch_size x gradient_accumulation_steps ({batch}) must be a multiple of it"
+            f"optim.per_device_train_batch_size x gradient_accumulation_steps ({batch}) must be a multiple of it"
         )
     if n_tasks < batch // spec.num_generations:
         raise RecipeError(f"grpo: one step needs {batch // spec.num_generations} tasks, the recipe gives {n_tasks}")
@@ -101,7 +101,8 @@ def prepare_tasks(recipe: TrainRecipe) -> tuple[list[dict[str, Any]], Any]:
 
 
 def grpo_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
-    """``GRPOConfig`` keyword arguments: the shared ones, then GRPO's own (and the vLLM engine's, if it generates)."""
+    """The ``GRPOConfig`` keyword arguments josh sets: the shared ones, then GRPO's own (and the vLLM engine's, if it
+    generates)."""
     spec = recipe.grpo
     args = {k: v for k, v in base_arguments(recipe, output_dir).items() if k not in NOT_IN_GRPO_CONFIG}
     args["include_num_input_tokens_seen"] = "no"  # GRPO counts the prompt and completion tokens it trains on
@@ -120,6 +121,13 @@ def grpo_arguments(recipe: TrainRecipe, output_dir: Path) -> dict[str, Any]:
         "log_completions": False,
         **vllm_arguments(recipe),
     }
+
+
+def config(recipe: TrainRecipe, output_dir: Path) -> Any:
+    """TRL's ``GRPOConfig`` of the recipe, its ``grpo.trl`` arguments included."""
+    from trl import GRPOConfig  # optional: the train extra
+
+    return GRPOConfig(**with_trl(recipe, grpo_arguments(recipe, output_dir)))
 
 
 class ConversationRollout:
@@ -219,7 +227,7 @@ def environment_reward(prompts: list[Any], completions: list[Any], josh_reward: 
 def build_trainer(
     recipe: TrainRecipe, rows: list[dict[str, Any]], model: Any, tokenizer: Any, output_dir: Path, callbacks: list
 ) -> Any:
-    from trl import GRPOConfig, GRPOTrainer  # optional: the train extra
+    from trl import GRPOTrainer  # optional: the train extra
 
     rollout = ConversationRollout(recipe, tokenizer)
     # rollout_func is experimental in TRL (a notice at the trainer's build); josh pins TRL
@@ -227,7 +235,7 @@ def build_trainer(
         trainer = GRPOTrainer(
             model=model,
             reward_funcs=[environment_reward],
-            args=GRPOConfig(**grpo_arguments(recipe, output_dir)),
+            args=config(recipe, output_dir),
             train_dataset=to_dataset(rows),
             processing_class=tokenizer,
             peft_config=None if recipe.model.adapter else lora_config(recipe.lora),

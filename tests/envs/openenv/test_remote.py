@@ -88,3 +88,18 @@ def test_a_server_that_does_not_answer_is_one_line_before_any_work(tmp_path):
     assert done.exit_code != 0
     assert "the OpenEnv server http://127.0.0.1:9 does not answer /health (ConnectError)" in done.output
     assert not (tmp_path / "run").exists()
+
+
+def test_what_a_call_on_the_server_reports_agrees(url):
+    """The OpenEnv environment overrides ``call`` (the server credits goals): its result, log and goals agree."""
+    from josh.envs.agreement import disagreement
+
+    env = RemoteEnv(f"openenv:{url}")
+    task = env.tasks("train")[0]
+    state = env.reset(task)
+    state.user_says([])  # the opening
+    calls = [ToolCall(name=g.name, arguments=dict(g.parameters)) for g in task.goals]
+    for call in [ToolCall(name="no_such_tool"), *calls, *calls]:
+        before, logged = set(state.completed), len(state.log)
+        assert disagreement(state, call, env.call(state, call), before, logged) is None
+    assert state.completed == set(range(len(task.goals)))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import josh
 from josh.core.llm import LLMError
 from josh.envs import build_env
 from josh.envs.tau2 import Tau2Error
@@ -107,6 +108,14 @@ def test_a_judge_named_but_never_attached_is_one_clear_error() -> None:
     task = env.tasks("base")[0]
     with pytest.raises(Tau2Error, match="never attached"):
         env.reward(*run_josh(env, task, gold_script(task), gold_closing(task)))
+
+
+def test_the_python_api_builds_the_judge_with_the_options_it_names() -> None:
+    """``josh.make_env`` honours ``judge_options`` as the command line does: the judge is built with them, attached."""
+    env = josh.make_env("tau2-airline", judge="scripted:judge", judge_options={"replies": ["the assertion holds"]})
+    assert (
+        env.judge == "scripted:judge" and env.judge_call([Message(role="user", content="?")]) == "the assertion holds"
+    )
 
 
 def test_the_summary_says_whether_nl_assertions_are_judged(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from josh.core.env import ConversationState, EnvBase
-from josh.types import CallRecord, ErrorCategory, Message, Task, ToolCall, ToolResult
+from josh.types import ErrorCategory, Message, Task, ToolCall, ToolResult
 from josh.core.user import UserTurn
 
 WORDS = {"train": ("apple", "river", "stone"), "test": ("cloud", "ember")}
@@ -63,12 +63,8 @@ class EchoEnv(EnvBase):
     def reset(self, task: Task) -> EchoState:
         return EchoState(task)
 
-    def call(self, state: EchoState, call: ToolCall) -> ToolResult:
-        result = self._run(state, call)
-        state.log.append(CallRecord(call.name, call.arguments, result.content, error=result.error))
-        return result
-
-    def _run(self, state: EchoState, call: ToolCall) -> ToolResult:
+    def step(self, state: EchoState, call: ToolCall) -> ToolResult:
+        """One call: josh logs it and ends the conversation on a ``terminal`` result (``EnvBase.call``)."""
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         value = arguments.get("word" if call.name == "shout" else "answer")
         if call.name not in ("shout", "submit"):
@@ -77,8 +73,8 @@ class EchoEnv(EnvBase):
             return ToolResult(f"Error: {call.name} needs one string argument", ErrorCategory.INVALID_VALUE)
         if call.name == "shout":
             return ToolResult(json.dumps({"shouted": value.upper()}))
-        state.answer, state.terminated = value, True
-        return ToolResult(json.dumps({"submitted": value}))
+        state.answer = value
+        return ToolResult(json.dumps({"submitted": value}), terminal=True)
 
     def reward(self, state: EchoState, messages: list[Message]) -> float:
         return float(state.answer == str(state.task.details["word"]).upper())
