@@ -38,15 +38,15 @@ def run_control_more(loop: LoopServices, round_: Round, own_sft: Path | None, ow
 
 def _control(loop: LoopServices, round_: Round, key: str, name: str, own: Path | None) -> None:
     r, folder = round_.number, round_.folder / f"{NAME}-{key}"
-    arm, josh = loop.recipe.arm_recipe(key), round_.models.get(key)
+    arm, trained = loop.recipe.arm_recipe(key), round_.models.get(key)
     assert arm is not None
-    if josh is None:
+    if trained is None:
         loop.note(name, r, "the JOSH arm it matches trained no model this round")
         return
     if own is None:
         loop.note(name, r, "the searching policy has no rows of its own to train on")
         return
-    steps = trained_steps(josh[0])
+    steps = trained_steps(trained[0])
     if steps is not None:  # unknown only in a plan, before JOSH's arm has trained
         arm = arm.model_copy(update={"optim": arm.optim.model_copy(update={"max_steps": steps, "min_steps": 0})})
     base, bases = loop.merged_policy(round_, arm.model.dtype)
@@ -56,4 +56,4 @@ def _control(loop: LoopServices, round_: Round, key: str, name: str, own: Path |
         return
     loop.seed_variants(control[1], folder / "train", folder / "eval", [own], arm=arm, method=key, bases=bases)
     loop.result.compare(control[1], round_.policy_label, "control", optional_baseline=True)
-    loop.result.compare(josh[1], control[1], "JOSH vs control")
+    loop.result.compare(trained[1], control[1], "JOSH vs control")
