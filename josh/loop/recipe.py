@@ -115,6 +115,11 @@ class WarmStartSpec(WarmStartConfig):
         description="the warm-start model that searches round 1 and is the headline's start: the SFT model, or "
         "(kto) KTO on it (needs kto_rows and warm_kto)",
     )
+    evaluate: bool = Field(
+        True,
+        description="evaluate the SFT warm start (each training draw too); false (with searches: kto) trains it "
+        "only as the start of KTO, whose evaluation the report then compares with the base model alone",
+    )
 
     @model_validator(mode="after")
     def _check_rows(self) -> WarmStartSpec:
@@ -122,6 +127,11 @@ class WarmStartSpec(WarmStartConfig):
             raise ValueError("warm_start.limit takes the first rows of warm_start.rows: give rows")
         if self.kto_limit is not None and self.kto_rows is None:
             raise ValueError("warm_start.kto_limit takes the first rows of warm_start.kto_rows: give kto_rows")
+        if not self.evaluate and self.searches != "kto":
+            raise ValueError(
+                "warm_start.evaluate: false leaves out the SFT warm start's evaluation, but it searches round 1 and "
+                "starts the headline; evaluate it, or search with KTO on it (warm_start.searches: kto)"
+            )
         if self.searches == "kto" and self.kto_rows is None:
             raise ValueError("warm_start.searches: kto searches with KTO on the warm start: give kto_rows and warm_kto")
         return self

@@ -169,11 +169,15 @@ class Loop:
             train = self.train_stage("warm-start train", round0 / "warmstart" / "train", warm_sft, [warm], "sft")
             if train.adapter is None:
                 raise ValueError(f"the warm start could not be trained: {train.why_ended()}")
-            self.evaluate(WARM_START, 0, round0 / "warmstart" / "eval", train.adapter, WARM_START)
+            evaluated = recipe.warm_start.evaluate
+            if evaluated:
+                self.evaluate(WARM_START, 0, round0 / "warmstart" / "eval", train.adapter, WARM_START)
             self.seed_variants(
-                WARM_START, round0 / "warmstart" / "train", round0 / "warmstart" / "eval", [warm], arm=warm_sft
-            )
-            self.result.compare(WARM_START, BASE, "warm start", optional_baseline=True)
+                WARM_START, round0 / "warmstart" / "train", round0 / "warmstart" / "eval", [warm], arm=warm_sft,
+                evaluate=evaluated,
+            )  # fmt: skip
+            if evaluated:
+                self.result.compare(WARM_START, BASE, "warm start", optional_baseline=True)
             self.policy, self.policy_label = train.adapter, WARM_START
             if recipe.warm_kto is not None:
                 kto = self.warm_kto(recipe.warm_start, train.adapter, recipe.warm_kto)
@@ -238,7 +242,7 @@ class Loop:
             for k, d in enumerate(draws, 1)
         ]
         self.seed_variants(WARM_KTO, folder / "train", folder / "eval", [rows.rows], arm=arm, method="kto", bases=bases)
-        self.result.compare(WARM_KTO, WARM_START, "KTO on SFT")
+        self.result.compare(WARM_KTO, WARM_START, "KTO on SFT", optional_baseline=True)
         self.result.compare(WARM_KTO, BASE, "vs base", optional_baseline=True)
         return train.adapter
 
@@ -347,20 +351,23 @@ class Loop:
         arm: TrainRecipe | None = None,
         method: str = "sft",
         bases: list[Path | None] | None = None,
+        evaluate: bool = True,
         **how: Any,
     ) -> None:
         """``train_seeds``: the model ``label`` trained and evaluated again at each further training seed (its rows
         reshuffled) into ``<train>-seed<k>/`` and ``<evaluation>-seed<k>/``; the report pools them, and ``draws``
         keeps their adapters. ``arm``: the training recipe (default: the sft arm); ``bases``: the k-th draw's base
-        model (KTO on the k-th SFT draw), ``None`` where that draw has none."""
+        model (KTO on the k-th SFT draw), ``None`` where that draw has none; ``evaluate=False``: trained only (the
+        start of other models), never evaluated."""
         arm = arm or self.recipe.sft
         assert arm is not None
-        entry = next(e for e in self.result.evaluated if e.label == label)
+        entry = next((e for e in self.result.evaluated if e.label == label), None)
+        where = (entry.arm, entry.round) if entry is not None else (label, 0)
         self.draws[label] = []
         for k in range(1, self.recipe.train_seeds):
             name, suffix = f"{label} train (seed {k})", f"-seed{k}"
             if bases is not None and bases[k - 1] is None:
-                self.note(entry.arm, entry.round, f"training seed {k} has no model of its own to start from")
+                self.note(*where, f"training seed {k} has no model of its own to start from")
                 self.draws[label].append(None)
                 continue
             base = {"base": bases[k - 1]} if bases is not None else {}
@@ -370,7 +377,9 @@ class Loop:
             )  # fmt: skip
             self.draws[label].append(stage.adapter)
             if stage.adapter is None:
-                self.note(entry.arm, entry.round, f"training seed {k} could not be trained: {stage.why_ended()}")
+                self.note(*where, f"training seed {k} could not be trained: {stage.why_ended()}")
+                continue
+            if not evaluate or entry is None:
                 continue
             folder = evaluation.with_name(evaluation.name + suffix)
             self.ctx.execute(EvalStage(self.ctx, f"{label} (seed {k})", folder, stage.adapter))

@@ -101,8 +101,24 @@ def test_excluded_tasks_are_never_searched(tmp_path: Path) -> None:
     [
         ({"controls": {"more": True}}, "controls.more trains the searching policy further"),
         ({"warm_start": {"tasks": 6, "searches": "kto"}}, "warm_start.searches: kto searches with KTO"),
+        ({"warm_start": {"tasks": 6, "evaluate": False}}, "warm_start.evaluate: false leaves out"),
     ],
 )
 def test_settings_that_cannot_work_are_refused(tmp_path: Path, changes: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         recipe(tmp_path, **changes)
+
+
+def test_a_warm_start_left_unevaluated_is_still_trained_at_every_seed_for_the_kto_model_that_searches(
+    tmp_path: Path,
+) -> None:
+    data = paper_round(tmp_path, controls={}, sft_from="base", kto_from="base")
+    data.warm_start = data.warm_start.model_copy(update={"evaluate": False})
+    trainer = RecordingTrainer()
+    result = Loop(data, trainer=trainer, builder=builder, merger=merger, progress=False).run()
+    labels = [e.label for e in result.evaluated]
+    assert "warm start" not in labels and WARM_KTO in labels
+    warm = tmp_path / "scripted" / "round-0" / "warmstart"
+    assert (warm / "train-seed1" / "metrics.json").is_file() and not (warm / "eval").exists()
+    assert trainer.recipes[str(warm.with_name("warmstart-kto") / "train-seed1")].model.name.endswith("merge-seed1")
+    assert not any(p.baseline == "warm start" for p in result.pairs)

@@ -43,6 +43,7 @@ class WarmStartStage(Stage):
             "kto_limit",
             "rows_seed",
             "searches",
+            "evaluate",
         }  # the loop's rows options (josh.loop.recipe)
         rows = self.config.model_dump(
             mode="json", exclude=unused | ({"agent"} if self.config.agent == "oracle" else set())
