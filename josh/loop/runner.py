@@ -236,11 +236,7 @@ class Loop:
             self.note(WARM_KTO, 0, f"could not be trained: {train.why_ended()}")
             return None
         self.evaluate(WARM_KTO, 0, folder / "eval", train.adapter, "kto")
-        draws = self.draws.get(WARM_START, [])
-        bases = [
-            self.merge(f"warm-start merge (seed {k})", d, folder / f"merge-seed{k}", dtype) if d else None
-            for k, d in enumerate(draws, 1)
-        ]
+        bases = self.merge_draws("warm-start merge", self.draws.get(WARM_START, []), folder / "merge", dtype)
         self.seed_variants(WARM_KTO, folder / "train", folder / "eval", [rows.rows], arm=arm, method="kto", bases=bases)
         self.result.compare(WARM_KTO, WARM_START, "KTO on SFT", optional_baseline=True)
         self.result.compare(WARM_KTO, BASE, "vs base", optional_baseline=True)
@@ -263,6 +259,14 @@ class Loop:
         self.ctx.execute(MergeStage(self.ctx, name, adapter, folder, dtype))
         return folder
 
+    def merge_draws(self, name: str, draws: list[Path | None], folder: Path, dtype: str) -> list[Path | None]:
+        """A model's further training draws (``draws``, as ``seed_variants`` keeps them) each merged into
+        ``<folder>-seed<k>/``; ``None`` where a draw is missing."""
+        return [
+            self.merge(f"{name} (seed {k})", d, folder.with_name(f"{folder.name}-seed{k}"), dtype) if d else None
+            for k, d in enumerate(draws, 1)
+        ]
+
     def merged_policy(self, round_: Round, dtype: str) -> tuple[Path | None, list[Path | None] | None]:
         """The policy that searched ``round_`` merged into a full model (``round-R/merge-policy/``) and, with
         ``train_seeds``, each of its further draws (``merge-policy-seed<k>/``, ``None`` where a draw is missing);
@@ -274,11 +278,7 @@ class Loop:
                 r, folder = round_.number, round_.folder
                 base = self.merge(f"round {r} merge-policy", round_.policy, folder / "merge-policy", dtype)
                 draws = self.draws.get(round_.policy_label, [])
-                bases: list[Path | None] = [
-                    self.merge(f"round {r} merge-policy (seed {k})", d, folder / f"merge-policy-seed{k}", dtype)
-                    if d else None
-                    for k, d in enumerate(draws, 1)
-                ]  # fmt: skip
+                bases = self.merge_draws(f"round {r} merge-policy", draws, folder / "merge-policy", dtype)
                 bases += [None] * (self.recipe.train_seeds - 1 - len(bases))
                 round_.merged = (base, bases)
         return round_.merged

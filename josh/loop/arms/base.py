@@ -75,6 +75,10 @@ class LoopServices(Protocol):
 
     def merge(self, name: str, adapter: Path, folder: Path, dtype: str) -> Path: ...
 
+    def merge_draws(self, name: str, draws: list[Path | None], folder: Path, dtype: str) -> list[Path | None]:
+        """Each further training draw merged into ``<folder>-seed<k>/`` (``None`` where a draw is missing)."""
+        ...
+
     def merged_policy(self, round_: Round, dtype: str) -> tuple[Path | None, list[Path | None] | None]:
         """The round's searching policy merged into a full model, and its further training draws merged (one entry
         per further seed); ``(None, None)`` when it is the base model."""

@@ -40,11 +40,7 @@ class KTOArm(ArmBase):
             return None
         if recipe.kto_from == "sft" and sft is not None and recipe.sft is not None:
             draws = loop.draws[sft[1]]  # seed_variants recorded one entry per further seed
-            dtype = recipe.sft.model.dtype
-            bases = [
-                loop.merge(f"round {r} merge-sft (seed {k})", d, folder / f"merge-sft-seed{k}", dtype) if d else None
-                for k, d in enumerate(draws, 1)
-            ]
+            bases = loop.merge_draws(f"round {r} merge-sft", draws, folder / "merge-sft", recipe.sft.model.dtype)
         loop.seed_variants(
             model[1], folder / "train-kto", folder / "eval-kto", rows, arm=recipe.kto, method="kto", bases=bases
         )

@@ -13,7 +13,7 @@ from josh.loop.stages.manifest import Input
 from josh.run.plan import Bound, search_bound
 from josh.search.rollout import RolloutConfig, run_rollouts
 from josh.types import Task
-from josh.util.jsonl import bad_line, iter_numbered
+from josh.util.jsonl import bad_line, iter_numbered, written_lines
 from josh.util.layout import ROLLOUT_STATS as STATS_FILE
 from josh.util.layout import TREES as TREES_FILE
 
@@ -22,18 +22,17 @@ def excluded_ids(path: Path) -> set[str]:
     """The task ids of ``rollout.exclude``: each JSON line's ``task_id``, or each plain line as an id."""
     if not path.is_file():
         raise ValueError(f"rollout.exclude: {path} is not a file")
+    first = next(written_lines(path), None)
+    if first is None or not first[1].lstrip().startswith("{"):
+        return {line.strip() for _, line in written_lines(path)}
     ids: set[str] = set()
-    with path.open(encoding="utf-8") as f:
-        lines = [(n, line.strip()) for n, line in enumerate(f, 1) if line.strip()]
-    if lines and lines[0][1].startswith("{"):
-        for number, record in iter_numbered(path):
-            task_id = record.get("task_id") if isinstance(record, dict) else None
-            if not isinstance(task_id, str):
-                bad_line(path, number, "has no task_id", error=ValueError)
-                continue
-            ids.add(task_id)
-        return ids
-    return {line for _, line in lines}
+    for number, record in iter_numbered(path):
+        task_id = record.get("task_id") if isinstance(record, dict) else None
+        if not isinstance(task_id, str):
+            bad_line(path, number, "has no task_id", error=ValueError)
+            continue
+        ids.add(task_id)
+    return ids
 
 
 def rollout_tasks(ctx: StageContext, round_: int) -> list[Task]:
