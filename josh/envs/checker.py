@@ -6,7 +6,7 @@ schemas whose parameters are valid JSON Schema: ``jsonschema`` when installed, e
 loads; ``reset`` and ``call`` are deterministic; random fork trees, their calls interleaved across branches, equal a
 fresh replay of each branch's calls (isolation: no per-branch field shared); hostile calls (fuzzed names and
 arguments) never raise; every reward is a number in [0, 1]; the user side (``user_tools`` / ``user_call``) holds the
-same; what each call reports agrees (its result, its log entry, the goals the state gained: ``agreement.py``). Calls are drawn from each task's goals, its gold actions and the tools' schemas, seeded.
+same; what each call reports agrees (its result, its log entry, the goals the state gained: ``agreement.py``). Calls are drawn from each task's goals, its gold actions and the tools' schemas, seeded (``checker_calls.py``).
 """
 
 from __future__ import annotations
@@ -22,20 +22,8 @@ from pydantic import BaseModel
 
 from josh.core.env import IMPLEMENT, ConversationState, Env, missing_members
 from josh.envs.agreement import FIX, disagreement
+from josh.envs.checker_calls import Branch, gold_calls, hostile_calls, random_call, random_calls
 from josh.types import Task, ToolCall, ToolResult
-
-HOSTILE_NAMES = ("", "no_such_tool", "x" * 2000, "__class__", "../../etc/passwd", "名前", "shout\x00", " ")
-HOSTILE_ARGUMENTS: tuple[Any, ...] = (
-    "{not json",
-    "",
-    {},
-    {"unexpected": 1},
-    {"a": {"b": {"c": [None, float("nan"), -(10**30)]}}},
-    {"text": "🙂" * 500},
-)
-HOSTILE_VALUES: tuple[Any, ...] = (None, -1, 10**20, 3.5, float("inf"), "", "x" * 5000, [], {}, True, ["a", 1])
-GENERIC_VALUES: tuple[Any, ...] = ("", "yes", "1", 0, 1, 2.5, True, False)
-Branch = list[tuple[ToolCall, bool]]
 
 
 class Check(BaseModel):
@@ -202,61 +190,6 @@ def _structural(schema: dict[str, Any]) -> str | None:
     return None
 
 
-def _values(task: Task) -> list[Any]:
-    """Scalars found in the task (its goals' parameters, its details): plausible argument values."""
-    found: list[Any] = list(GENERIC_VALUES)
-
-    def walk(value: Any, depth: int) -> None:
-        if isinstance(value, dict) and depth < 4:
-            for item in value.values():
-                walk(item, depth + 1)
-        elif isinstance(value, list) and depth < 4:
-            for item in value[:20]:
-                walk(item, depth + 1)
-        elif isinstance(value, (str, int, float)) and len(found) < 400:
-            found.append(value)
-
-    walk([g.parameters for g in task.goals], 0)
-    walk(task.details, 0)
-    return found
-
-
-def _gold(task: Task) -> list[ToolCall]:
-    """The task's goal calls and gold actions (``details["actions"]``)."""
-    calls = [ToolCall(name=g.name, arguments=dict(g.parameters)) for g in task.goals]
-    for action in task.details.get("actions") or []:
-        if isinstance(action, dict) and isinstance(action.get("kwargs") or {}, dict):
-            calls.append(ToolCall(name=str(action.get("name", "")), arguments=dict(action.get("kwargs") or {})))
-    return calls
-
-
-def _random_call(env: Env, task: Task, rng: random.Random, *, user: bool = False) -> ToolCall:
-    """A goal or gold call (half the time, when the task has any), else a tool filled from its schema."""
-    gold = [] if user else _gold(task)
-    if gold and rng.random() < 0.5:
-        call = rng.choice(gold)
-        return ToolCall(name=call.name, arguments=dict(call.arguments), id=f"c{rng.randrange(10**6)}")
-    tool = rng.choice(env.user_tools if user else env.tools)["function"]
-    properties = tool.get("parameters", {}).get("properties", {})
-    values = _values(task)
-    arguments = {key: _value(spec, values, rng) for key, spec in properties.items() if rng.random() < 0.9}
-    return ToolCall(name=tool["name"], arguments=arguments, id=f"c{rng.randrange(10**6)}")
-
-
-def _value(spec: dict[str, Any], values: list[Any], rng: random.Random) -> Any:
-    """A value for one parameter: one of its enum, or a value of its type found in the task."""
-    if isinstance(spec.get("enum"), list) and spec["enum"] and rng.random() < 0.8:
-        return rng.choice(spec["enum"])
-    kind = spec.get("type") if isinstance(spec.get("type"), str) else ""
-    if kind == "array":
-        return [_value(spec.get("items") or {}, values, rng) for _ in range(rng.randrange(3))]
-    if kind == "object":
-        return {}
-    typed = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}.get(kind)
-    pool = [v for v in values if typed is None or (isinstance(v, typed) and (kind == "boolean") == isinstance(v, bool))]
-    return rng.choice(pool or values)
-
-
 def _outcome(result: Any) -> tuple[Any, ...]:
     if not isinstance(result, ToolResult):
         raise _Failed(f"call returned {type(result).__name__}, not a ToolResult")
@@ -295,15 +228,6 @@ def _show(call: ToolCall) -> str:
     return text if len(text) < 160 else text[:157] + "..."
 
 
-def _calls(env: Env, task: Task, steps: int, rng: random.Random) -> Branch:
-    """``steps`` random calls, each with whether the user makes it (a fifth, when the env has user tools)."""
-    calls = []
-    for _ in range(steps):
-        user = bool(env.user_tools) and rng.random() < 0.2
-        calls.append((_random_call(env, task, rng, user=user), user))
-    return calls
-
-
 def _replay(env: Env, task: Task, calls: Iterable[tuple[ToolCall, bool]]) -> tuple[list[tuple[Any, ...]], Any]:
     state = env.reset(task)
     outcomes = [_run(env, state, call, user) for call, user in calls]
@@ -314,7 +238,7 @@ def _deterministic(env: Env, tasks: list[Task], steps: int, rng: random.Random) 
     for task in tasks:
         if _snapshot(env, env.reset(task), False) != _snapshot(env, env.reset(task), False):
             raise _Failed(f"two resets of task {task.id!r} differ")
-        calls = _calls(env, task, steps, rng)
+        calls = random_calls(env, task, steps, rng)
         a, state_a = _replay(env, task, calls)
         b, state_b = _replay(env, task, calls)
         if a != b or _snapshot(env, state_a) != _snapshot(env, state_b):
@@ -328,7 +252,7 @@ def _isolation(env: Env, tasks: list[Task], steps: int, rng: random.Random, rewa
     branches = 0
     for task in tasks:
         nodes: list[tuple[ConversationState, Branch, list[tuple[Any, ...]]]] = [(env.reset(task), [], [])]
-        for call, user in _calls(env, task, steps, rng):
+        for call, user in random_calls(env, task, steps, rng):
             if rng.random() < 0.4:
                 state, made, seen = rng.choice(nodes)
                 nodes.append((state.fork(), list(made), list(seen)))
@@ -353,7 +277,7 @@ def _agree(env: Env, tasks: list[Task], steps: int, rng: random.Random) -> str:
     calls = 0
     for task in tasks:
         state = env.reset(task)
-        for call in _gold(task) + [_random_call(env, task, rng) for _ in range(steps)]:
+        for call in gold_calls(task) + [random_call(env, task, rng) for _ in range(steps)]:
             before, logged = set(state.completed), len(state.log)
             result = _call(env, state, call)
             if problem := disagreement(state, call, result, before, logged):
@@ -362,22 +286,10 @@ def _agree(env: Env, tasks: list[Task], steps: int, rng: random.Random) -> str:
     return f"{calls} calls: result, log and completed goals agree"
 
 
-def _hostile_calls(tools: list[dict[str, Any]]) -> list[ToolCall]:
-    """Unknown names, malformed arguments and wrongly typed values for every parameter (built unvalidated)."""
-    make = ToolCall.model_construct
-    calls = [make(name=name, arguments={}, id="h") for name in HOSTILE_NAMES]
-    for tool in tools:
-        name = tool["function"]["name"]
-        calls += [make(name=name, arguments=arguments, id="h") for arguments in HOSTILE_ARGUMENTS]
-        for key in tool["function"].get("parameters", {}).get("properties", {}):
-            calls += [make(name=name, arguments={key: value}, id="h") for value in HOSTILE_VALUES]
-    return calls
-
-
 def _hostile(
     env: Env, tasks: list[Task], tools: list[dict[str, Any]], run: Callable[[Any, ToolCall], Any], what: str
 ) -> str:
-    calls = _hostile_calls(tools)
+    calls = hostile_calls(tools)
     for task in tasks:
         root = env.reset(task)
         for call in calls:
@@ -395,7 +307,7 @@ def _rewards(env: Env, tasks: list[Task], steps: int, rng: random.Random) -> str
     for task in tasks:
         state = env.reset(task)
         seen.add(_reward(env, state))
-        for call in _gold(task) + [_random_call(env, task, rng) for _ in range(steps // 2)]:
+        for call in gold_calls(task) + [random_call(env, task, rng) for _ in range(steps // 2)]:
             _run(env, state, call)
         for ended in (None, "max_turns"):
             state.ended = ended
