@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from josh.harvest.card import rollout_source
+from josh.harvest.dedupe import dedupe, row_key
 from josh.harvest.extract import (
     ExtractConfig,
     Extracted,
@@ -16,9 +17,7 @@ from josh.harvest.extract import (
     TokenCounter,
     clean_path,
     counted,
-    dedupe,
     read_trees,
-    row_key,
     sft_row,
     whitespace_tokens,
     write_all,

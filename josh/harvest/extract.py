@@ -11,7 +11,7 @@ ideal path has one of ``drop_errors``. With ``trim_at_failure`` an ideal path wh
 kept up to that turn instead (its correct turns are still worth learning); only a path whose first turn failed is
 dropped. Negatives come only from accepted trees; tool errors in a negative are kept (they are what it should
 unlearn). Completions are compared without tool-call ids, which are random per sample. Rows are deduplicated per
-file, first occurrence kept.
+file, first occurrence kept (``josh.harvest.dedupe``).
 
 With ``judge`` set, an LLM judge gates the ideal path's replies first (``josh.harvest.judge_gate``: a failed turn
 cuts the SFT conversation before it, is no KTO desirable nor DPO chosen, and with ``route: kto`` a KTO undesirable).
@@ -36,6 +36,7 @@ from josh.core.llm import LLM
 from josh.core.rows import FIELDS, FORMATS, TRL_FORMATS, Row
 from josh.harvest.advantages import AdvantageConfig, AdvantageStats, advantage_rows
 from josh.harvest.card import CardSource, rollout_source, write_card
+from josh.harvest.dedupe import dedupe, messages_key, resolve_kto
 from josh.harvest.extract_stats import ExtractStats
 from josh.harvest.judge_gate import (
     GateStats,
@@ -120,18 +121,6 @@ def read_trees(
     for tree in read_models(path, Tree, "a search tree", skip_bad=skip_bad_lines, on_skip=skipped, lines=keep):
         stats.trees += 1
         yield tree
-
-
-def _call_key(arguments: dict[str, Any] | str) -> str:
-    return arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True, ensure_ascii=False)
-
-
-def messages_key(messages: list[Message]) -> str:
-    """Identity of a message list that ignores tool-call ids."""
-    parts = [
-        (m.role, m.content or "", [(c.name, _call_key(c.arguments)) for c in m.tool_calls or ()]) for m in messages
-    ]
-    return json.dumps(parts, ensure_ascii=False)
 
 
 def _dicts(messages: list[Message]) -> list[Row]:
@@ -230,38 +219,6 @@ def tree_rows(
     return Extracted(sft=sft, kto=kto, dpo=dpo)
 
 
-def row_key(row: Row, *fields: str) -> str:
-    return json.dumps([messages_key([Message.from_openai(m) for m in row[f]]) for f in fields], ensure_ascii=False)
-
-
-def dedupe(rows: list[Row], fields: tuple[str, ...], stats: ExtractStats) -> list[Row]:
-    seen: set[str] = set()
-    out = []
-    for row in rows:
-        key = f"{row_key(row, *fields)}|{row.get('label')}"
-        if key in seen:
-            stats.duplicates_dropped += 1
-            continue
-        seen.add(key)
-        out.append(row)
-    return out
-
-
-def _resolve_kto(rows: list[Row], stats: ExtractStats) -> list[Row]:
-    """Drop a negative whose prompt+completion is also a positive; positives first, then negatives."""
-    good = [r for r in rows if r["label"]]
-    good_keys = {row_key(r, "prompt", "completion") for r in good}
-    bad = []
-    for r in rows:
-        if r["label"]:
-            continue
-        if row_key(r, "prompt", "completion") in good_keys:
-            stats.kto_conflicts_dropped += 1
-        else:
-            bad.append(r)
-    return good + bad
-
-
 def extract_rows(
     trees: Iterator[Tree] | list[Tree], config: ExtractConfig, stats: ExtractStats, failing: set[str] | None = None
 ) -> Extracted:
@@ -282,7 +239,7 @@ def extract_rows(
         out.kto.extend(rows.kto)
         out.dpo.extend(rows.dpo)
     out.sft = dedupe(out.sft, ("messages",), stats)
-    out.kto = _resolve_kto(dedupe(out.kto, ("prompt", "completion"), stats), stats)
+    out.kto = resolve_kto(dedupe(out.kto, ("prompt", "completion"), stats), stats)
     out.dpo = dedupe(out.dpo, ("prompt", "chosen", "rejected"), stats)
     stats.sft, stats.dpo = len(out.sft), len(out.dpo)
     stats.kto_desirable = sum(1 for r in out.kto if r["label"])
