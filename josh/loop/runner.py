@@ -45,11 +45,12 @@ from typing import Any
 from rich.console import Console
 
 from josh.loop.arms import check_arms
-from josh.loop.arms.base import BASE, WARM_START, Model, Round, model_label
+from josh.loop.arms.base import BASE, Model, Round, model_label
 from josh.loop.arms.control_more import run_control_more
 from josh.loop.arms.control_random import draws_in, run_control_random
 from josh.loop.arms.control_retrain import run_control_retrain
-from josh.loop.recipe import LoopRecipe, WarmStartSpec
+from josh.loop.arms.warm_start import run_warm_start
+from josh.loop.recipe import LoopRecipe
 from josh.loop.render import save_report
 from josh.loop.report import build_report
 from josh.loop.result import RETRAIN, Evaluated, LoopResult, Note, Pair, RoundRecord
@@ -62,12 +63,10 @@ from josh.loop.stages import (
     MergeStage,
     Planned,
     RolloutStage,
-    RowsStage,
     StageContext,
     Trainer,
     TrainStage,
     Unfinished,
-    WarmStartStage,
     merge_with_peft,
     rollout_tasks,
     train_with_trl,
@@ -76,9 +75,7 @@ from josh.run.components import build_components
 from josh.training.launcher import LaunchedTrainer
 from josh.training.recipe import TrainRecipe
 from josh.util.atomic import write_atomic
-from josh.util.layout import LOOP_RECIPE, WARMSTART_ROWS
-
-WARM_KTO = "warm start+KTO"  # the report label of KTO on the warm start (warm_kto)
+from josh.util.layout import LOOP_RECIPE
 
 TRAIN_SEED_STEP = 100  # train_seeds: the k-th further training seed of a model is its seed + k * TRAIN_SEED_STEP
 
@@ -161,30 +158,11 @@ class Loop:
             self.evaluate(BASE, 0, round0 / "baseline", self.policy, BASE)
         warm: Path | None = None
         if recipe.warm_start is not None and recipe.warm_start.enabled and recipe.sft is not None:
-            warm = self.warm_start(recipe.warm_start)
+            warm_start = run_warm_start(self, recipe.warm_start)
+            warm, self.warm_kto_rows = warm_start.rows, warm_start.kto_rows
             self.sft_sources.append(warm)
             self.control_sources.append(warm)
-            warm_sft = recipe.warm_sft
-            assert warm_sft is not None
-            train = self.train_stage("warm-start train", round0 / "warmstart" / "train", warm_sft, [warm], "sft")
-            if train.adapter is None:
-                raise ValueError(f"the warm start could not be trained: {train.why_ended()}")
-            evaluated = recipe.warm_start.evaluate
-            if evaluated:
-                self.evaluate(WARM_START, 0, round0 / "warmstart" / "eval", train.adapter, WARM_START)
-            self.seed_variants(
-                WARM_START, round0 / "warmstart" / "train", round0 / "warmstart" / "eval", [warm], arm=warm_sft,
-                evaluate=evaluated,
-            )  # fmt: skip
-            if evaluated:
-                self.result.compare(WARM_START, BASE, "warm start", optional_baseline=True)
-            self.policy, self.policy_label = train.adapter, WARM_START
-            if recipe.warm_kto is not None:
-                kto = self.warm_kto(recipe.warm_start, train.adapter, recipe.warm_kto)
-                if recipe.warm_start.searches == "kto":
-                    if kto is None:
-                        raise ValueError("warm_start.searches is kto, but KTO on the warm start trained no model")
-                    self.policy, self.policy_label = kto, WARM_KTO
+            self.policy, self.policy_label = warm_start.policy, warm_start.label
         start = self.policy_label
         self.grpo_start = self.policy if isinstance(self.policy, Path) else None
         if recipe.controls.retrain:
@@ -200,47 +178,6 @@ class Loop:
         """Evaluate ``model`` on the held-out tasks into ``folder`` (resumable)."""
         self.ctx.execute(EvalStage(self.ctx, label, folder, model))
         self.result.evaluated.append(Evaluated(label=label, round=round_, folder=folder, arm=arm))
-
-    def warm_start(self, config: WarmStartSpec) -> Path:
-        """Scripted demonstrations in the agent's format, or ``limit`` rows of ``config.rows``; returns their SFT
-        file."""
-        folder = self.run_dir / "round-0" / "warmstart" / "data"
-        stage: WarmStartStage | RowsStage = (
-            RowsStage(self.ctx, "warm-start data", folder, config.rows, config.limit, WARMSTART_ROWS, config.rows_seed)
-            if config.rows is not None
-            else WarmStartStage(self.ctx, config)
-        )
-        self.ctx.execute(stage)
-        return stage.rows
-
-    def warm_kto(self, config: WarmStartSpec, adapter: Path, arm: TrainRecipe) -> Path | None:
-        """KTO on the warm start (``warm_kto``): the warm-start adapter merged into a full model, which is also KTO's
-        reference, trained on ``kto_limit`` rows of ``config.kto_rows``, evaluated and compared with the warm start;
-        with ``train_seeds``, again on each further draw of the warm start. Returns the KTO adapter, if trained."""
-        assert config.kto_rows is not None and self.recipe.sft is not None
-        folder = self.run_dir / "round-0" / "warmstart-kto"
-        rows = RowsStage(
-            self.ctx, "warm-start KTO data", folder / "data", config.kto_rows, config.kto_limit, "kto.jsonl",
-            config.rows_seed,
-        )  # fmt: skip
-        self.ctx.execute(rows)
-        self.warm_kto_rows = rows.rows
-        good, bad = self.ctx.kto_labels([rows.rows])
-        if not (good and bad):
-            self.note(WARM_KTO, 0, f"KTO needs good and bad turns; its rows have {good} good and {bad} bad")
-            return None
-        dtype = self.recipe.sft.model.dtype
-        base = self.merge("warm-start merge", adapter, folder / "merge", dtype)
-        train = self.train_stage("warm-start train-kto", folder / "train", arm, [rows.rows], "kto", base=base)
-        if train.adapter is None:
-            self.note(WARM_KTO, 0, f"could not be trained: {train.why_ended()}")
-            return None
-        self.evaluate(WARM_KTO, 0, folder / "eval", train.adapter, "kto")
-        bases = self.merge_draws("warm-start merge", self.draws.get(WARM_START, []), folder / "merge", dtype)
-        self.seed_variants(WARM_KTO, folder / "train", folder / "eval", [rows.rows], arm=arm, method="kto", bases=bases)
-        self.result.compare(WARM_KTO, WARM_START, "KTO on SFT", optional_baseline=True)
-        self.result.compare(WARM_KTO, BASE, "vs base", optional_baseline=True)
-        return train.adapter
 
     def train_stage(self, name: str, folder: Path, arm: TrainRecipe, *args: Any, **how: Any) -> TrainStage:
         """Train one arm (see ``TrainStage`` for the arguments); a trained model is listed for the report."""

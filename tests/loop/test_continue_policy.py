@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from josh.loop.runner import WARM_KTO, Loop
+from josh.loop.arms.warm_start import WARM_KTO
+from josh.loop.runner import Loop
 from josh.loop.seeds import rebuild
 from josh.loop.stages.manifest import input_digest, read_manifest
 from josh.run.components import ComponentOptions

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from josh.loop.arms.warm_start import warm_rows
 from josh.loop.recipe import load_loop_recipe
 from josh.loop.runner import Loop
 
@@ -41,7 +42,7 @@ def test_kto_trains_on_the_merged_sft_policy(tmp_path: Path) -> None:
         ],
     )  # fmt: skip
     loop = Loop(recipe, progress=False)
-    warm = loop.warm_start(recipe.warm_start)
+    warm = warm_rows(loop, recipe.warm_start)
     sft = loop.train("sft", tmp_path / "sft", recipe.sft, [warm], "sft")
     merged = loop.merge("merge", sft, tmp_path / "merged", "float32")
     assert (merged / "model.safetensors").is_file() and not (merged / "adapter_config.json").exists()

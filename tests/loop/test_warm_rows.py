@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from josh.loop.runner import WARM_KTO, Loop
+from josh.loop.arms.warm_start import WARM_KTO
+from josh.loop.runner import Loop
 from josh.loop.stages.manifest import input_digest, read_manifest
 from josh.util.jsonl import CorruptLineError, skipping_bad_lines
 from tests.fakes.loop import RecordingTrainer, builder, merger

@@ -1,6 +1,7 @@
 """The loop's training arms, one module each (``josh.loop.arms.base`` says what an arm is), in the order a round runs
 them; the controls (``control_random``, ``control_retrain``, ``control_gate``) train beside them to say what JOSH's
-selection (and its judge gate) adds.
+selection (and its judge gate) adds. The warm start (``warm_start``) trains, before the rounds, the policy that
+searches the first.
 
 Adding an arm: a module with its ``Arm``, registered with ``register_arm``, or another package's entry point in
 the ``josh.arms`` group (pointing at the ``Arm`` or at a function that registers it; loaded when a loop checks its

@@ -25,7 +25,19 @@ Label = NewType("Label", str)  # a model's name in the report
 Model = tuple[Path, Label]  # an evaluated adapter and its label
 BASE = Label("base")
 WARM_START = Label("warm start")
-__all__ = ["BASE", "RETRAIN", "WARM_START", "Arm", "ArmBase", "Label", "LoopServices", "Model", "Round", "model_label"]
+__all__ = [
+    "BASE",
+    "RETRAIN",
+    "WARM_START",
+    "Arm",
+    "ArmBase",
+    "Label",
+    "LoopServices",
+    "Model",
+    "Round",
+    "RoundZeroServices",
+    "model_label",
+]
 
 
 def model_label(round_: int, arm: str) -> Label:
@@ -90,6 +102,15 @@ class LoopServices(Protocol):
         """``train_seeds``: the model ``label`` again at each further training seed (``arm``, ``method``, ``bases``
         and the training stage's keywords in ``how``)."""
         ...
+
+
+class RoundZeroServices(LoopServices, Protocol):
+    """The loop's services plus its run folder and plain evaluation: what the models of round 0 (the warm start,
+    control-retrain) ask of the loop."""
+
+    run_dir: Path
+
+    def evaluate(self, label: str, round_: int, folder: Path, model: str | Path, arm: str) -> None: ...
 
 
 class Arm(Protocol):

@@ -5,22 +5,13 @@ against."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
 
-from josh.loop.arms.base import RETRAIN, LoopServices
+from josh.loop.arms.base import RETRAIN, RoundZeroServices
 
 RETRAIN_SEED_OFFSET = 1000  # control-retrain's training seed, past the warm start's
 
 
-class RetrainServices(LoopServices, Protocol):
-    """The loop's services plus its run folder and plain evaluation."""
-
-    run_dir: Path
-
-    def evaluate(self, label: str, round_: int, folder: Path, model: str | Path, arm: str) -> None: ...
-
-
-def run_control_retrain(loop: RetrainServices, warm: Path | None, start: str) -> None:
+def run_control_retrain(loop: RoundZeroServices, warm: Path | None, start: str) -> None:
     """Retrain the start policy on ``warm`` (its rows) and compare it with the start policy ``start``."""
     arm = loop.recipe.warm_sft
     if warm is None or arm is None:
