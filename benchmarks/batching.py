@@ -25,25 +25,29 @@ from josh.types import Message, assistant, system, user
 
 SYSTEM = "You are a helpful assistant for booking restaurants, hotels and trains in Cambridge. Answer briefly."
 
+
+def conversation(*turns: str) -> list[Message]:
+    """The system prompt, then ``turns``: the user's, the assistant's, the user's, ..."""
+    return [system(SYSTEM), *(user(text) if i % 2 == 0 else assistant(text) for i, text in enumerate(turns))]
+
+
 CONVERSATIONS: list[list[Message]] = [
-    [system(SYSTEM), user("I need a cheap restaurant in the centre that serves chinese food.")],
-    [system(SYSTEM), user("Can you find me a hotel in the north with free parking?")],
-    [system(SYSTEM), user("I want a train from Cambridge to London on Friday morning.")],
-    [
-        system(SYSTEM),
-        user("Book a table for four at an italian place."),
-        assistant("Sure. What day and time would you like?"),
-        user("Saturday at 7pm, please."),
-    ],
-    [system(SYSTEM), user("What museums are there in the west of town?")],
-    [system(SYSTEM), user("My flight lands at 9pm; is there a guesthouse near the station?")],
-    [
-        system(SYSTEM),
-        user("I'd like an expensive french restaurant."),
-        assistant("There are two in the south. Shall I book one?"),
-        user("Yes, for two people tomorrow."),
-    ],
-    [system(SYSTEM), user("Is there a taxi available from the hotel to the museum at noon?")],
+    conversation("I need a cheap restaurant in the centre that serves chinese food."),
+    conversation("Can you find me a hotel in the north with free parking?"),
+    conversation("I want a train from Cambridge to London on Friday morning."),
+    conversation(
+        "Book a table for four at an italian place.",
+        "Sure. What day and time would you like?",
+        "Saturday at 7pm, please.",
+    ),
+    conversation("What museums are there in the west of town?"),
+    conversation("My flight lands at 9pm; is there a guesthouse near the station?"),
+    conversation(
+        "I'd like an expensive french restaurant.",
+        "There are two in the south. Shall I book one?",
+        "Yes, for two people tomorrow.",
+    ),
+    conversation("Is there a taxi available from the hotel to the museum at noon?"),
 ]
 
 

@@ -14,22 +14,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
+from josh.core.llm import Spent
 from josh.loop.result import LoopResult
 from josh.util.layout import METRICS, ROLLOUT_STATS
 
 
-class ArmCost(BaseModel):
+class ArmCost(Spent):
     """LLM calls and tokens spent producing one evaluated model's training data."""
 
     label: str
     arm: str
     round: int
     spent_on: str
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
 
     @property
     def tokens(self) -> int:

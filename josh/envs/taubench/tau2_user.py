@@ -7,8 +7,7 @@ telecom, acts on its own phone: after the agent's first reply it makes the task'
 from __future__ import annotations
 
 from josh.core.user import UserTurn
-from josh.envs.taubench.user import TauScriptedUser
-from josh.registry import entry, options_of
+from josh.envs.taubench.user import TauScriptedUser, scripted_entry
 from josh.types import Message, Task, ToolCall
 
 ENVS = ("tau2-airline", "tau2-retail", "tau2-telecom")
@@ -43,13 +42,10 @@ class Tau2ScriptedUser(TauScriptedUser):
         return await super().reply(task, transcript)
 
 
-TAU2_SCRIPTED = entry(
+TAU2_SCRIPTED = scripted_entry(
     "tau2_scripted",
-    lambda llm, **options: Tau2ScriptedUser(**options),
-    builder_args=1,
-    noun="user",
-    options=options_of(Tau2ScriptedUser),
+    Tau2ScriptedUser,
+    "τ²: retail_scripted's talk, and the task's user-side gold calls on the user's device (telecom)",
     envs=ENVS,
-    summary="τ²: retail_scripted's talk, and the task's user-side gold calls on the user's device (telecom)",
 )
 """The ``tau2_scripted`` user, which ``josh.users.USERS`` names (``josh.envs.taubench.tau2_user:TAU2_SCRIPTED``)."""

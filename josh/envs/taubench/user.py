@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from josh.core.user import UserTurn
-from josh.registry import entry, options_of
+from josh.registry import Entry, entry, options_of
 from josh.types import Message, Task
 
 STOP = "###STOP###"
@@ -58,12 +58,18 @@ class TauScriptedUser:
         return UserTurn(text=self.confirm)
 
 
-RETAIL_SCRIPTED = entry(
-    "retail_scripted",
-    lambda llm, **options: TauScriptedUser(**options),
-    builder_args=1,
-    noun="user",
-    options=options_of(TauScriptedUser),
-    summary="opens with the task's request, confirms, stops",
-)
+def scripted_entry(name: str, user: type[TauScriptedUser], summary: str, envs: tuple[str, ...] | None = None) -> Entry:
+    """The registry entry of a scripted τ user: built from its options alone (it takes no LLM)."""
+    return entry(
+        name,
+        lambda llm, **options: user(**options),
+        builder_args=1,
+        noun="user",
+        options=options_of(user),
+        envs=envs,
+        summary=summary,
+    )
+
+
+RETAIL_SCRIPTED = scripted_entry("retail_scripted", TauScriptedUser, "opens with the task's request, confirms, stops")
 """The ``retail_scripted`` user, which ``josh.users.USERS`` names (``josh.envs.taubench.user:RETAIL_SCRIPTED``)."""

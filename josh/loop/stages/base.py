@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from rich.console import Console
 
 from josh.core.env import Env
 from josh.core.llm import Sampling
 from josh.envs import build_env
+from josh.llm.health import require_complete, stop_if_failing
 from josh.loop.recipe import LoopRecipe
 from josh.loop.result import LoopResult
 from josh.loop.served import ServedPolicy
@@ -39,6 +40,17 @@ from josh.util.jsonl import count_rows, iter_jsonl
 Trainer = Callable[[TrainRecipe, bool], Path]
 Builder = Callable[[ComponentOptions], Components]
 Merger = Callable[[Path, Path, str], Path]
+Guard = Callable[[], None]
+
+
+class Counts(Protocol):
+    """What a run's summary says of the pieces it did not finish."""
+
+    pending: int
+    failed: int
+
+
+C = TypeVar("C", bound=Counts)
 
 
 def complete(summary: Path) -> bool:
@@ -190,3 +202,20 @@ class Stage(ABC):
     @abstractmethod
     def run(self) -> None:
         """Make the output (a stage killed half-way runs again and continues where its own resume allows)."""
+
+    def run_on(
+        self,
+        split: str,
+        model: str,
+        sampling: Sampling | None,
+        work: Callable[[Components, Guard], Coroutine[Any, Any, C]],
+    ) -> C:
+        """Run ``work`` on the components of ``split``, ``model`` and ``sampling`` with a guard that stops it when
+        their backends fail, close them, and raise ``IncompleteRunError`` unless it finished every piece."""
+        built = self.ctx.components(split, model, sampling)
+        try:
+            counts = built.run(work(built, lambda: stop_if_failing(built.llms)))
+        finally:
+            built.close(cancel=False)  # its backends are done
+        require_complete(self.name, counts.pending, counts.failed, "rerun the loop")
+        return counts

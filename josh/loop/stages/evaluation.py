@@ -3,13 +3,15 @@ folder (resumable conversation by conversation)."""
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 from josh.eval.evaluate import evaluate
-from josh.llm.health import require_complete, stop_if_failing
-from josh.loop.stages.base import Stage, StageContext, complete
+from josh.eval.metrics import Summary
+from josh.loop.stages.base import Guard, Stage, StageContext, complete
 from josh.loop.stages.manifest import Input
+from josh.run.components import Components
 from josh.run.plan import Bound, conversation_bound
 from josh.types import Task
 from josh.util.layout import RESULTS, SUMMARY
@@ -50,26 +52,23 @@ class EvalStage(Stage):
 
     def run(self) -> None:
         spec = self.ctx.recipe.eval
-        built = self.ctx.components(spec.split, str(self.model), spec.sampling)
-        try:
-            summary = built.run(
-                evaluate(
-                    built.env,
-                    built.tasks[: spec.limit],
-                    built.agent,
-                    built.user,
-                    self.folder,
-                    trials=spec.trials,
-                    concurrency=spec.concurrency,
-                    max_turns=spec.max_turns,
-                    cost=built.cost,
-                    show_progress=self.ctx.progress,
-                    guard=lambda: stop_if_failing(built.llms),
-                )  # fmt: skip
+
+        def work(built: Components, guard: Guard) -> Coroutine[Any, Any, Summary]:
+            return evaluate(
+                built.env,
+                built.tasks[: spec.limit],
+                built.agent,
+                built.user,
+                self.folder,
+                trials=spec.trials,
+                concurrency=spec.concurrency,
+                max_turns=spec.max_turns,
+                cost=built.cost,
+                show_progress=self.ctx.progress,
+                guard=guard,
             )
-        finally:
-            built.close(cancel=False)  # its backends are done
-        require_complete(self.name, summary.pending, summary.failed, "rerun the loop")
+
+        summary = self.run_on(spec.split, str(self.model), spec.sampling, work)
         self.ctx.log(
             f"  {self.label}: average reward {summary.average_reward.mean:.3f}, "
             f"100% success {summary.success_rate.mean:.3f} over {summary.conversations} conversations"

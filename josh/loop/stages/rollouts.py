@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 from josh.core.llm import Sampling
-from josh.llm.health import require_complete, stop_if_failing
-from josh.loop.stages.base import Stage, StageContext, complete
+from josh.loop.stages.base import Guard, Stage, StageContext, complete
 from josh.loop.stages.manifest import Input
+from josh.run.components import Components
 from josh.run.plan import Bound, search_bound
-from josh.search.rollout import RolloutConfig, run_rollouts
+from josh.search.rollout import RolloutConfig, RunStats, run_rollouts
 from josh.types import Task
 from josh.util.jsonl import bad_line, iter_numbered, written_lines
 from josh.util.layout import ROLLOUT_STATS as STATS_FILE
@@ -107,24 +108,21 @@ class RolloutStage(Stage):
 
     def run(self) -> None:
         spec = self.spec
-        built = self.ctx.components(spec.split, str(self.policy), spec.sampling)
         config = RolloutConfig(search=spec.search, concurrency=spec.concurrency)
-        try:
-            stats = built.run(
-                run_rollouts(
-                    self.tasks,
-                    built.env,
-                    built.agent,
-                    built.user,
-                    self.folder,
-                    config,
-                    progress=self.ctx.progress,
-                    guard=lambda: stop_if_failing(built.llms),
-                )  # fmt: skip
+
+        def work(built: Components, guard: Guard) -> Coroutine[Any, Any, RunStats]:
+            return run_rollouts(
+                self.tasks,
+                built.env,
+                built.agent,
+                built.user,
+                self.folder,
+                config,
+                progress=self.ctx.progress,
+                guard=guard,
             )
-        finally:
-            built.close(cancel=False)  # its backends are done
-        require_complete(self.name, stats.pending, stats.failed, "rerun the loop")
+
+        stats = self.run_on(spec.split, str(self.policy), spec.sampling, work)
         self.ctx.log(
             f"  {stats.tasks} trees, {stats.success} reached 100%, mean reward {stats.mean_reward:.3f}, "
             f"{stats.llm_calls} LLM calls, {stats.session_wall_s:.0f} s"

@@ -185,27 +185,22 @@ def test_update_flights_cabin_change_reprices_every_leg_and_keeps_the_cabin_fiel
 @pytest.mark.parametrize(
     ("cabin", "flights", "payment", "error"),
     [
-        ("economy", legs(("HAT999", "2024-05-10")), "gift_card_1", "Error: flight HAT999 not found"),
-        ("economy", legs(("HAT001", "2024-05-20")), "gift_card_1", "Error: flight HAT001 not found on date 2024-05-20"),
-        (
-            "economy",
-            legs(("HAT001", "2024-05-11")),
-            "gift_card_1",
-            "Error: flight HAT001 not available on date 2024-05-11",
-        ),
-        ("business", legs(("HAT003", "2024-05-10")), "credit_card_1", "Error: not enough seats on flight HAT003"),
-        ("economy", legs(("HAT003", "2024-05-09")), "gift_card_2", "Error: payment method not found"),
+        ("economy", legs(("HAT999", "2024-05-10")), "gift_card_1", "flight HAT999 not found"),
+        ("economy", legs(("HAT001", "2024-05-20")), "gift_card_1", "flight HAT001 not found on date 2024-05-20"),
+        ("economy", legs(("HAT001", "2024-05-11")), "gift_card_1", "flight HAT001 not available on date 2024-05-11"),
+        ("business", legs(("HAT003", "2024-05-10")), "credit_card_1", "not enough seats on flight HAT003"),
+        ("economy", legs(("HAT003", "2024-05-09")), "gift_card_2", "payment method not found"),
         (
             "economy",
             legs(("HAT003", "2024-05-09")),
             "certificate_1",
-            "Error: certificate cannot be used to update reservation",
+            "certificate cannot be used to update reservation",
         ),
         (
             "business",
             legs(("HAT001", "2024-05-10"), ("HAT002", "2024-05-10")),
             "gift_card_1",
-            "Error: gift card balance is not enough",
+            "gift card balance is not enough",
         ),
     ],
 )
@@ -213,55 +208,38 @@ def test_update_flights_errors(
     env: AirlineEnv, state: AirlineState, cabin: str, flights: list, payment: str, error: str
 ) -> None:
     arguments = {"reservation_id": "AAA111", "cabin": cabin, "flights": flights, "payment_id": payment}
-    assert fails(env, state, "update_reservation_flights", **arguments) == error
+    assert fails(env, state, "update_reservation_flights", **arguments) == f"Error: {error}"
     missing = {**arguments, "reservation_id": "ZZZ999"}
     assert fails(env, state, "update_reservation_flights", **missing) == "Error: reservation not found"
 
 
 def test_update_baggages_charges_only_added_paid_bags(env: AirlineEnv, state: AirlineState) -> None:
-    out = json.loads(
-        call(
-            env,
-            state,
-            "update_reservation_baggages",
-            reservation_id="AAA111",
-            total_baggages=3,
-            nonfree_baggages=3,
-            payment_id="gift_card_1",
-        )
-    )
+    def update(total: int, nonfree: int, payment: str) -> dict[str, Any]:
+        bags = {"total_baggages": total, "nonfree_baggages": nonfree, "payment_id": payment}
+        return json.loads(call(env, state, "update_reservation_baggages", reservation_id="AAA111", **bags))
+
+    out = update(3, 3, "gift_card_1")
     assert (out["total_baggages"], out["nonfree_baggages"]) == (3, 3)
     assert out["payment_history"][-1] == {"payment_id": "gift_card_1", "amount": 100}
-    fewer = json.loads(
-        call(
-            env,
-            state,
-            "update_reservation_baggages",
-            reservation_id="AAA111",
-            total_baggages=1,
-            nonfree_baggages=0,
-            payment_id="credit_card_1",
-        )
-    )
+    fewer = update(1, 0, "credit_card_1")
     assert fewer["nonfree_baggages"] == 0 and len(fewer["payment_history"]) == len(out["payment_history"])
     assert state.user(ANN)["payment_methods"]["gift_card_1"]["amount"] == 400  # type: ignore[index]
-    bags = {"total_baggages": 2, "nonfree_baggages": 2}
-    assert (
-        fails(env, state, "update_reservation_baggages", reservation_id="ZZZ999", payment_id="gift_card_2", **bags)
-        == "Error: reservation not found"
-    )
-    assert (
-        fails(env, state, "update_reservation_baggages", reservation_id="CCC333", payment_id="gift_card_1", **bags)
-        == "Error: payment method not found"
-    )
-    assert (
-        fails(env, state, "update_reservation_baggages", reservation_id="CCC333", payment_id="gift_card_2", **bags)
-        == "Error: gift card balance is not enough"
-    )
-    assert (
-        fails(env, state, "update_reservation_baggages", reservation_id="AAA111", payment_id="certificate_1", **bags)
-        == "Error: certificate cannot be used to update reservation"
-    )
+
+
+@pytest.mark.parametrize(
+    ("reservation", "payment", "error"),
+    [
+        ("ZZZ999", "gift_card_2", "reservation not found"),
+        ("CCC333", "gift_card_1", "payment method not found"),
+        ("CCC333", "gift_card_2", "gift card balance is not enough"),
+        ("AAA111", "certificate_1", "certificate cannot be used to update reservation"),
+    ],
+)
+def test_update_baggages_errors(
+    env: AirlineEnv, state: AirlineState, reservation: str, payment: str, error: str
+) -> None:
+    bags = {"total_baggages": 2, "nonfree_baggages": 2, "payment_id": payment}
+    assert fails(env, state, "update_reservation_baggages", reservation_id=reservation, **bags) == f"Error: {error}"
 
 
 def test_update_passengers_keeps_their_number(env: AirlineEnv, state: AirlineState) -> None:
