@@ -386,7 +386,8 @@ def main() -> None:
         folder = args.workdir or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
         stage(results, "build", lambda: build(folder, args.smoke, args.tokenizer))
-        lora = {**settings, "max_lora_rank": LORA_RANK} if args.backend == "vllm" else settings
+        # vLLM's own LoRA serving is what is measured, on the CPU smoke run too (where josh would merge by default)
+        lora = {**settings, "max_lora_rank": LORA_RANK, "merge_adapter": False} if args.backend == "vllm" else settings
         one_b = folder / "Llama-3.2-1B"
         stages: dict[str, Callable[[], Any] | None] = {
             "kto paper": lambda: train_paper_kto(folder, args.paper_rows, args.train_steps, args.smoke),

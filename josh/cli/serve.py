@@ -74,7 +74,7 @@ def _merged(adapter: Path, folder: Path | None) -> Path:
     if _stamp(target) == stamp:
         return target
     _check_writable(target)
-    from josh.training.merge import merge_adapter  # heavy: the training stage
+    from josh.llm.merge import merge_adapter  # heavy: the training stage
 
     return _build(target, stamp, lambda tmp: merge_adapter(adapter, tmp))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Settings(BaseModel):
@@ -63,7 +63,15 @@ class VLLMConfig(_LocalSettings):
     )
     max_model_len: int | None = Field(None, ge=1, description="longest prompt + reply (default: the model's)")
     tensor_parallel_size: int = Field(1, ge=1)
-    enable_lora: bool | None = Field(None, description="serve LoRA adapters (default: when an adapter is given)")
+    enable_lora: bool | None = Field(
+        None, description="serve LoRA adapters (default: when an adapter is given and not merged)"
+    )
+    merge_adapter: bool | None = Field(
+        None,
+        description="serve the adapter the engine starts with folded into its base (a temporary full model folder, "
+        "no LoRA; the engine then serves that one model); default: on a CPU, where vLLM's LoRA is slow, unless "
+        "enable_lora=true; false: per-request LoRA, as on a GPU",
+    )
     max_lora_rank: int | None = Field(
         None,
         ge=1,
@@ -78,6 +86,15 @@ class VLLMConfig(_LocalSettings):
     engine_args: dict[str, Any] = Field(
         default_factory=dict, description='further vLLM engine arguments, e.g. {"swap_space": 8}'
     )
+
+    @model_validator(mode="after")
+    def _merged_or_lora(self) -> VLLMConfig:
+        if self.merge_adapter and self.enable_lora:
+            raise ValueError(
+                "merge_adapter=true serves the adapter folded into its base, without LoRA; enable_lora=true serves "
+                "it through LoRA: set one of them"
+            )
+        return self
 
 
 class OpenAIConfig(_Settings):

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -42,6 +41,7 @@ from josh.llm.config import HFConfig
 from josh.llm.hf_grammar import GrammarMask, grammar_problem, grammar_tokenizer
 from josh.llm.hf_prefix import PrefixCache
 from josh.llm.hf_sampling import RowSampler, RowSpec, RowStopper, row_seed
+from josh.llm.merge import has_tokenizer
 from josh.llm.models import adapter_base, chatml_template, four_bit, is_adapter_dir, render_chat, resolve_model
 from josh.llm.prompt_limit import context_length, too_long
 from josh.types import Message
@@ -73,7 +73,7 @@ def load_model(config: HFConfig) -> tuple[Any, Any]:
     net = AutoModelForCausalLM.from_pretrained(path, **kwargs)
     if not load_in_4bit:
         net = net.to(device)
-    tokenizer_source = adapter if adapter and _has_tokenizer(adapter) else path
+    tokenizer_source = adapter if adapter and has_tokenizer(adapter) else path
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
     if adapter is not None:
         from peft import PeftModel  # optional: the train extra
@@ -109,10 +109,6 @@ def _torch_dtype(name: str, device: str):
     if name == "auto":
         return torch.bfloat16 if device.startswith("cuda") else torch.float32
     return getattr(torch, name)  # one of HFConfig's dtypes
-
-
-def _has_tokenizer(folder: str) -> bool:
-    return any((Path(folder) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
 
 
 class HFLLM(Backend):

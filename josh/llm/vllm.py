@@ -9,9 +9,12 @@ given ``n`` times, as ``hf`` gives it. Grammars (``Sampling.grammar``) go to vLL
 llguidance by default, the engine the ``hf`` backend uses, so both decode the same language.
 
 A LoRA adapter (an adapter folder given as the model, ``adapter=``, or a view made with ``with_adapter``) is attached
-to each request; views share the engine, so one engine serves several adapters in the same batch. Whatever can be
-known before the model loads fails at once with one line: vLLM missing or built for a device this machine lacks, an
-adapter on an engine without LoRA, an adapter of higher rank than ``max_lora_rank`` or trained on another base.
+to each request; views share the engine, so one engine serves several adapters in the same batch. On a CPU, where
+vLLM's LoRA kernels are slow, the adapter an engine starts with is instead folded into its base (``merge_adapter``,
+PEFT's ``merge_and_unload``) in a temporary model folder the backend removes on ``close``; that engine runs without
+LoRA and serves that one model. Whatever can be known before the model loads fails at once with one line: vLLM
+missing or built for a device this machine lacks, an adapter on an engine without LoRA, an adapter of higher rank than
+``max_lora_rank`` or trained on another base, a merge into a quantized base.
 A prompt longer than ``max_prompt_tokens`` or the engine's ``max_model_len`` (checked here, or refused by the engine)
 raises ``ContextLengthError``, the conversation's own ending; any other request the engine rejects (bad parameters)
 fails alone with ``LLMError``; a dead engine fails every later request, and ``dead`` says why so a run stops instead
@@ -25,6 +28,9 @@ import dataclasses
 import importlib
 import json
 import os
+import shutil
+import tempfile
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +128,49 @@ def check_engine_args(extra: dict[str, Any]) -> None:
         raise ValueError(f"unknown vLLM engine argument(s) in engine_args: {', '.join(unknown)}")
 
 
+def merges(config: VLLMConfig, device: str, adapter: str, base: str) -> bool:
+    """Whether the engine serves ``adapter`` folded into ``base`` instead of through LoRA (``merge_adapter``): as set,
+    else on a CPU (where vLLM's LoRA kernels are slow) unless ``enable_lora=true`` or the base is served quantized."""
+    quantized = _quantization(config, base)
+    if config.merge_adapter and quantized:
+        raise ValueError(
+            f"merge_adapter=true needs a full-precision base, and {base} is served quantized ({quantized}): "
+            "serve the adapter through LoRA (merge_adapter=false)"
+        )
+    if config.merge_adapter is not None:
+        return config.merge_adapter
+    return device == "cpu" and config.enable_lora is not True and not quantized
+
+
+def _quantization(config: VLLMConfig, base: str) -> str | None:
+    """The quantisation the engine would serve ``base`` with (engine_args' or the checkpoint's own), or None."""
+    if config.engine_args.get("quantization"):
+        return str(config.engine_args["quantization"])
+    path = Path(base) / "config.json"
+    quantized = json.loads(path.read_text()).get("quantization_config") if path.is_file() else None
+    return str(quantized.get("quant_method", "quantized")) if isinstance(quantized, dict) else None
+
+
+def merge_dtype(config: VLLMConfig, device: str) -> str:
+    """The dtype an adapter is merged in: the config's; on a CPU by default float32 (what the engine serves there);
+    else the base's own."""
+    if config.dtype != "auto":
+        return config.dtype
+    return "float32" if device == "cpu" else "auto"
+
+
+def start_engine(config: VLLMConfig, path: str, device: str, adapter: str | None) -> AsyncEngine:
+    """An engine serving the model folder ``path``, with LoRA when ``adapter`` (the one it starts with) or the
+    config asks for it."""
+    lora = adapter is not None if config.enable_lora is None else config.enable_lora
+    args = engine_args(config, path, device, lora, adapter)
+    if device == "cpu":
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = cpu_kv_cache_gib(config)  # the engine's worker reads it
+    if adapter is not None:
+        check_adapter(adapter, args)
+    return AsyncEngine(args, zero_lora_for_base=lora and device == "cpu")
+
+
 class VLLMLLM(Backend):
     """A model served by an in-process vLLM engine; see the module docstring."""
 
@@ -130,6 +179,8 @@ class VLLMLLM(Backend):
         """Start an engine for ``model``; ``settings`` are the fields of ``josh.llm.factory.VLLMConfig``."""
         config = _config or VLLMConfig(model=model, **settings)
         adapter = config.adapter
+        self.merged: str | None = None  # the adapter folded into the served weights (merge_adapter)
+        self._merged_folder: weakref.finalize | None = None
         if _engine is None:
             import_vllm()
             device = device_type()
@@ -137,24 +188,36 @@ class VLLMLLM(Backend):
             path = resolve_model(config.model)
             if adapter is None and is_adapter_dir(path):
                 adapter, path = path, resolve_model(adapter_base(path))
-            lora = adapter is not None if config.enable_lora is None else config.enable_lora
-            args = engine_args(config, path, device, lora, adapter)
-            if device == "cpu":
-                os.environ["VLLM_CPU_KVCACHE_SPACE"] = cpu_kv_cache_gib(config)  # the engine's worker reads it
-            if adapter is not None:
-                check_adapter(adapter, args)
+            if adapter is not None and merges(config, device, adapter, path):
+                check_base(adapter, path)
+                folder = tempfile.mkdtemp(prefix="josh-merged-")
+                self._merged_folder = weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
+                self.merged, base, path, adapter = adapter, path, folder, None
+            try:
+                if self.merged is not None:
+                    from josh.llm.merge import merge_adapter  # heavy: torch, transformers, peft
 
-            _engine = AsyncEngine(args, zero_lora_for_base=lora and device == "cpu")
+                    merge_adapter(self.merged, path, dtype=merge_dtype(config, device), base=base)
+                _engine = start_engine(config, path, device, adapter)
+            except BaseException:
+                self.close_merged_folder()
+                raise
         elif adapter is not None:
             check_adapter(adapter, _engine.args)
         self._engine = _engine
-        self._config = config.model_copy(update={"adapter": adapter})
+        self._config = config.model_copy(update={"adapter": adapter or self.merged})
         self.adapter = adapter
-        self.model = adapter or _engine.args["model"]
+        self.model = self.merged or adapter or _engine.args["model"]
         self.usage = Usage()
 
     def with_adapter(self, adapter: str | None) -> VLLMLLM:
         """A view of the same engine that serves ``adapter`` (None: the base model); it keeps its own usage."""
+        if self.merged is not None:
+            raise ValueError(
+                f"this vLLM engine serves the adapter {self.merged} merged into its base and nothing else: to serve "
+                "other adapters or the base model from one engine, start it with merge_adapter=false "
+                "(--llm-option merge_adapter=false)"
+            )
         return VLLMLLM(_engine=self._engine, _config=self._config.model_copy(update={"adapter": adapter}))
 
     @property
@@ -190,8 +253,15 @@ class VLLMLLM(Backend):
         return completions + [c.model_copy(update={"prompt_tokens": 0}) for c in completions * (n - samples)]
 
     def close(self, *, cancel: bool = False) -> None:
-        """Shut the engine down: its processes end and its memory is freed (requests in flight fail)."""
+        """Shut the engine down: its processes end and its memory is freed (requests in flight fail); a merged
+        model's temporary folder is removed."""
         self._engine.shutdown()
+        self.close_merged_folder()
+
+    def close_merged_folder(self) -> None:
+        """Remove the temporary folder of the merged model, if this backend made one (also when it is collected)."""
+        if self._merged_folder is not None:
+            self._merged_folder()
 
     def _params(self, n: int, sampling: Sampling) -> Any:
         vllm = importlib.import_module("vllm")
@@ -229,12 +299,19 @@ def check_adapter(adapter: str, args: dict[str, Any]) -> None:
             f"adapter {adapter!r} has rank {rank}, above max_lora_rank={limit}: start the engine with "
             f"--llm-option max_lora_rank={lora_size(rank)}"
         )
-    base = _shape(config.get("base_model_name_or_path"))
-    served = _shape(args["model"])
+    check_base(adapter, args["model"])
+
+
+def check_base(adapter: str, model: str) -> None:
+    """``ValueError`` for an adapter trained on a base of another shape than ``model`` (when both can be read)."""
+    if not is_adapter_dir(adapter):
+        raise ValueError(f"adapter {adapter!r} is not a PEFT adapter folder (no adapter_config.json)")
+    trained_on = json.loads((Path(adapter) / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    base, served = _shape(trained_on), _shape(model)
     if base is not None and served is not None and base != served:
         raise ValueError(
-            f"adapter {adapter!r} was trained on {config.get('base_model_name_or_path')} ({_describe(base)}), "
-            f"not on the served model {args['model']} ({_describe(served)})"
+            f"adapter {adapter!r} was trained on {trained_on} ({_describe(base)}), "
+            f"not on the served model {model} ({_describe(served)})"
         )
 
 

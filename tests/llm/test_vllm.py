@@ -341,7 +341,7 @@ async def test_on_a_cpu_the_base_model_beside_adapters_is_a_zero_adapter(fake_vl
     fake_vllm["vllm.platforms"].current_platform = types.SimpleNamespace(device_type="cpu")
     first = adapter(tmp_path, "a")
     save_file({"lora_A.weight": torch.ones(2, 3)}, f"{first}/adapter_model.safetensors")
-    llm = make_llm("vllm", first)
+    llm = make_llm("vllm", first, merge_adapter=False)
     base = llm.with_adapter(None)
     await asyncio.gather(llm.chat([user("a")]), base.chat([user("bb")]))
     loras = {r["ids"][0]: r["lora"] for r in FakeAsyncLLM.instances[0].requests}
@@ -359,12 +359,12 @@ def test_a_cpu_engine_sizes_its_lora_rank_limit_to_the_adapter_it_starts_with(fa
     fake_vllm["vllm.platforms"].current_platform = types.SimpleNamespace(device_type="cpu")
     limits = {}
     for name, rank, settings in (("r8", 8, {}), ("r12", 12, {}), ("set", 8, {"max_lora_rank": 32})):
-        VLLMLLM(str(tmp_path), adapter=adapter(tmp_path, name, rank=rank), **settings).close()
+        VLLMLLM(str(tmp_path), adapter=adapter(tmp_path, name, rank=rank), merge_adapter=False, **settings).close()
         limits[name] = FakeAsyncLLM.instances[-1].args.max_lora_rank
     VLLMLLM(str(tmp_path), enable_lora=True).close()
     limits["no adapter"] = FakeAsyncLLM.instances[-1].args.max_lora_rank
     assert limits == {"r8": 8, "r12": 16, "set": 32, "no adapter": 64}
-    llm = VLLMLLM(str(tmp_path), adapter=str(tmp_path / "r8"))
+    llm = VLLMLLM(str(tmp_path), adapter=str(tmp_path / "r8"), merge_adapter=False)
     with pytest.raises(
         ValueError, match="rank 12, above max_lora_rank=8: start the engine with --llm-option max_lora_rank=16"
     ):

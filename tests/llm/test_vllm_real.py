@@ -230,3 +230,27 @@ def test_an_adapter_attached_per_request_evaluates_as_the_merged_adapter(cli_eng
     adapter = str(adapters["chinese"])
     vllm = evaluate(tmp_path / "vllm", "--backend", "vllm", "--model", adapter, *ENGINE, tasks=1, turns=2)
     assert vllm == evaluate(tmp_path / "hf", "--backend", "hf", "--model", adapter, tasks=1, turns=2)
+
+
+async def test_an_adapter_served_merged_on_a_cpu_answers_as_in_hf(tmp_path_factory) -> None:
+    """The CPU default (``merge_adapter``): the adapter folded into its base in a temporary folder that holds what the
+    engine needs, the engine started on it without LoRA, the folder gone after ``close``; greedy, it answers as ``hf``
+    (which merges too) does."""
+    adapter = str(shared_adapter(tmp_path_factory, "chinese"))
+    llm = make_llm("vllm", adapter, max_model_len=2048, kv_cache_gib=1)
+    folder = llm._engine.args["model"]
+    try:
+        assert llm.model == adapter and llm.merged == adapter and not llm._engine.args["enable_lora"]
+        assert {"config.json", "generation_config.json", "tokenizer.json", "chat_template.jinja"} <= set(
+            os.listdir(folder)
+        )
+        served = (await llm.chat(prompt("chinese"), tools=[FIND_TOOL], sampling=GREEDY_REPLY))[0].text
+    finally:
+        llm.close()
+    assert not os.path.exists(folder)
+    local = make_llm("hf", adapter)
+    try:
+        merged = (await local.chat(prompt("chinese"), tools=[FIND_TOOL], sampling=GREEDY_REPLY))[0].text
+    finally:
+        local.close()
+    assert served == merged and served.startswith('<tool_call>\n{"name": "find_restaurant"') and "chinese" in served

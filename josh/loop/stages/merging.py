@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from josh.llm.merge import merge_adapter
 from josh.loop.stages.base import Stage, StageContext
 from josh.loop.stages.manifest import Input
-from josh.training.merge import merge_adapter
 
 
 def merge_with_peft(adapter: Path, out: Path, dtype: str) -> Path:

@@ -13,8 +13,8 @@ def test_merged_model_matches_base_plus_adapter(tmp_path: Path) -> None:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from josh.llm.merge import merge_adapter
     from josh.llm.models import resolve_model
-    from josh.training.merge import merge_adapter
 
     base = resolve_model("smollm2")
     torch.manual_seed(0)
