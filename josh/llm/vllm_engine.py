@@ -52,7 +52,7 @@ class AsyncEngine:
         except BaseException:
             self._stop_loop()
             raise
-        self._processes = [p for p in _descendants() if p.pid not in earlier]
+        self._processes = _engine_processes(earlier)
         self.tokenizer = self.engine.get_tokenizer()
         self.max_model_len: int = self.engine.model_config.max_model_len
 
@@ -150,6 +150,18 @@ def _descendants() -> list[Any]:
     import psutil  # optional: the vllm extra
 
     return psutil.Process().children(recursive=True)
+
+
+def _engine_processes(earlier: set[int]) -> list[Any]:
+    """The processes an engine's start created (pids not in ``earlier``): the ``multiprocessing`` children it started
+    (its engine core) and their descendants (its workers). Not the helpers that live as long as this process which
+    that start may have launched, such as ``multiprocessing``'s resource tracker (the first spawn starts it): they
+    never end with the engine, and waiting for one would always run out ``PROCESS_EXIT_S``."""
+    import psutil  # optional: the vllm extra
+
+    started = {child.pid for child in multiprocessing.active_children()} - earlier
+    roots = [child for child in psutil.Process().children() if child.pid in started]
+    return [process for root in roots for process in (root, *root.children(recursive=True))]
 
 
 def _await_exit(processes: list[Any], timeout_s: float = PROCESS_EXIT_S) -> None:
