@@ -22,17 +22,18 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 
 def test_close_ends_the_engine_processes() -> None:
-    from multiprocessing import resource_tracker
-
     import psutil
 
-    # multiprocessing's resource tracker lives as long as this process: started by the first engine of a fresh
-    # pytest worker, it is not one of the engine's processes
-    resource_tracker.ensure_running()
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     llm = make_llm("vllm", "smollm2", max_model_len=1024, kv_cache_gib=1)
-    started = {p.pid for p in psutil.Process().children(recursive=True)} - before
+    new = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+    # multiprocessing's resource tracker lives as long as this process: started by the first engine of a fresh
+    # pytest worker, it is not one of the engine's processes
+    started = {p.pid for p in new if "multiprocessing.resource_tracker" not in " ".join(p.cmdline())}
     assert started
+    # close waits for exactly these: every process the start created (a missed one could outlive close) and no other
+    # (one that is not the engine's never ends with it, so close would wait its whole timeout for it)
+    assert {p.pid for p in llm._engine._processes} == started
     llm.close()
     alive = [p for p in psutil.Process().children(recursive=True) if p.pid in started]
     assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE], alive
